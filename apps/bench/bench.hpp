@@ -1,0 +1,18 @@
+// gpuconv-bench: subcommands and their shared options.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace gpuconv::bench {
+
+struct options {
+  long long points = 1LL << 28;
+  int reps = 20;
+  int warmup = 3;
+  std::vector<int> sizes;  // empty: all
+  std::string csv;
+};
+
+int run_fft1d(const options& opt);
+
+}  // namespace gpuconv::bench

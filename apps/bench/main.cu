@@ -1,0 +1,59 @@
+// gpuconv-bench: thin main. `gpuconv-bench fft1d [--points P] [--reps R] [--sizes a,b] [--csv F]`
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <sstream>
+#include <string>
+
+#include "bench.hpp"
+#include "fft/device/cuda_check.hpp"
+
+namespace {
+
+void usage() {
+  std::fprintf(stderr,
+               "usage: gpuconv-bench fft1d [--points P] [--reps R] [--warmup W] [--sizes n1,n2,...] [--csv FILE]\n"
+               "  fft1d  batched 1D R2C/C2R, n = 4..4096, against cuFFT (P points per transform, default 2^28)\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace gpuconv::bench;
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    usage();
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  options opt;
+  try {
+    for (int i = 2; i < argc; ++i) {
+      const std::string a = argv[i];
+      auto value = [&]() -> std::string {
+        if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+        return argv[++i];
+      };
+      if (a == "--points") opt.points = std::stoll(value());
+      else if (a == "--reps") opt.reps = std::stoi(value());
+      else if (a == "--warmup") opt.warmup = std::stoi(value());
+      else if (a == "--csv") opt.csv = value();
+      else if (a == "--sizes") {
+        std::stringstream ss(value());
+        for (std::string s; std::getline(ss, s, ',');) opt.sizes.push_back(std::stoi(s));
+      } else throw std::invalid_argument("unknown option " + a);
+    }
+    if (opt.points < 4096 || (opt.points & (opt.points - 1)))
+      throw std::invalid_argument("--points must be a power of two >= 4096");
+    if (opt.reps < 1 || opt.warmup < 0) throw std::invalid_argument("--reps must be >= 1 and --warmup >= 0");
+    if (!gpuconv::cuda_device_available()) {
+      std::fprintf(stderr, "gpuconv-bench: no CUDA device present\n");
+      return 1;
+    }
+    if (cmd == "fft1d") return run_fft1d(opt);
+    usage();
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpuconv-bench: %s\n", e.what());
+    return 1;
+  }
+}

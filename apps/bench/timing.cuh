@@ -1,0 +1,52 @@
+// Benchmark support: event timing with warm-up and medians, the measured copy bandwidth,
+// random device data, and an on-device relative-L2 comparison.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "fft/device/buffer.hpp"
+
+namespace gpuconv::bench {
+
+// Median milliseconds of `reps` runs of f(stream), after `warmup` untimed runs. `before`
+// runs ahead of each timed run, outside the events (e.g. restoring an input).
+template <typename F, typename B>
+float median_ms(F&& f, B&& before, int warmup, int reps, cudaStream_t stream) {
+  cuda_event start, stop;
+  for (int i = 0; i < warmup; ++i) { before(); f(stream); }
+  std::vector<float> t;
+  for (int i = 0; i < reps; ++i) {
+    before();
+    GPUCONV_CUDA(cudaEventRecord(start, stream));
+    f(stream);
+    GPUCONV_CUDA(cudaEventRecord(stop, stream));
+    t.push_back(stop.elapsed_since(start));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+template <typename F>
+float median_ms(F&& f, int warmup, int reps, cudaStream_t stream) {
+  return median_ms(f, [] {}, warmup, reps, stream);
+}
+
+// Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes written.
+inline double copy_bandwidth_gbs(std::size_t bytes, int reps, cudaStream_t stream) {
+  device_buffer<unsigned char> a(bytes), b(bytes);
+  GPUCONV_CUDA(cudaMemsetAsync(a.data(), 1, bytes, stream));
+  const float ms = median_ms(
+      [&](cudaStream_t s) { GPUCONV_CUDA(cudaMemcpyAsync(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice, s)); },
+      3, reps, stream);
+  return 2.0 * double(bytes) / (ms * 1e-3) / 1e9;
+}
+
+// Uniform random floats in [-1, 1) from a counter hash (fresh seed per call site).
+void fill_random(float* p, std::size_t count, std::uint64_t seed, cudaStream_t stream);
+
+// ||a - b|| / ||b|| over `count` floats, computed on the device in double.
+double relative_l2(const float* a, const float* b, std::size_t count, cudaStream_t stream);
+
+}  // namespace gpuconv::bench

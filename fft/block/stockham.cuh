@@ -1,0 +1,87 @@
+// Block layer: an N-point complex FFT of one row spread over T threads, P = N/T values each.
+//
+// Stockham autosort passes (no bit reversal). A pass of radix R and stride Ns runs N/R
+// butterflies; butterfly b (thread t runs b = t + T*u, u < P/R) reads x[b + r*N/R],
+// multiplies by W_{Ns*R}^{(b mod Ns)*r}, runs fft_t<R> and writes y[(b - b mod Ns)*R + b mod Ns + r*Ns].
+// Ns goes 1, P, P^2, ... with radix P except the last pass, which takes what is left.
+//
+// The first pass reads x[t + T*m] and the last writes X[t + T*m] (m = u + r*P/R), so both stay
+// in registers and the kernels load and store them coalesced; only the passes in between
+// exchange through shared memory. Shared indices are padded by one slot per 16 values
+// (a + a/16), which keeps the strided pass writes and the row-interleaved reads of a
+// half-warp on distinct banks for P = 16.
+// Twiddles W_n^e (n = 2N) come from the plan's table, computed in double on the host; the
+// inverse conjugates them through special_mul<inverse>.
+#pragma once
+#include "../device/memory.cuh"
+#include "../thread/fft.hpp"
+
+namespace gpuconv::fft {
+
+template <int N, int T, bool inverse>
+struct block_fft_t {
+  static_assert(is_pow2(N) && is_pow2(T) && T >= 1 && T <= N, "block_fft_t: bad shape");
+  static constexpr int threads_per_row = T;
+  static constexpr int items_per_thread = N / T;
+  static constexpr int P = items_per_thread;
+  static constexpr int table_n = 2 * N;  // twiddle table: W_{2N}^e, e < 2N
+  // complex values of shared memory one row needs (0 when the row stays in registers)
+  static constexpr int row_shared_elems = T == 1 ? 0 : N + N / 16;
+
+  using value_t = complex_t<float>;
+  using items_t = array_t<value_t, P>;
+
+  static __device__ GPUCONV_INLINE int padded(int a) { return a + (a >> 4); }
+
+  static __device__ GPUCONV_INLINE void sync() {
+    if constexpr (T <= 32) __syncwarp(); else __syncthreads();
+  }
+
+  // On entry v[m] = x[t + T*m]; on exit v[m] = X[t + T*m]. Every thread of the block calls it.
+  static __device__ GPUCONV_INLINE void run(items_t& v, value_t* row_shared, int t, const value_t* table) {
+    v = fft_t<float, P, inverse>{}(v);  // pass 1: Ns = 1, one butterfly per thread, no twiddles
+    if constexpr (T > 1) {
+      static_for<P>([&](auto r) { row_shared[padded(t * P + r.value)] = v[r.value]; });
+      pass<P>(v, row_shared, t, table);
+    }
+  }
+
+ private:
+  template <int Ns>
+  static __device__ GPUCONV_INLINE void pass(items_t& v, value_t* row_shared, int t, const value_t* table) {
+    constexpr int R = (N / Ns) < P ? (N / Ns) : P;
+    constexpr int B = P / R;  // butterflies per thread
+    constexpr bool last = Ns * R == N;
+    constexpr int stride_in = N / R;
+    constexpr int tw_step = table_n / (Ns * R);
+    sync();  // the previous pass's writes are visible
+    items_t w;
+    static_for<B>([&](auto u) {
+      const int b = t + T * u.value;
+      static_for<R>([&](auto r) { w[u.value * R + r.value] = row_shared[padded(b + r.value * stride_in)]; });
+    });
+    if constexpr (!last) sync();  // everyone has read before anyone overwrites
+    static_for<B>([&](auto u) {
+      const int b = t + T * u.value;
+      const int j = b & (Ns - 1);
+      array_t<value_t, R> y;
+      static_for<R>([&](auto r) {
+        constexpr int rr = decltype(r)::value;
+        if constexpr (rr == 0) {
+          y[0] = w[u.value * R];
+        } else {
+          y[rr] = special_mul<inverse>(w[u.value * R + rr], load_ro(table + j * rr * tw_step));
+        }
+      });
+      y = fft_t<float, R, inverse>{}(y);
+      if constexpr (last) {
+        static_for<R>([&](auto r) { v[u.value + r.value * B] = y[r.value]; });
+      } else {
+        static_for<R>([&](auto r) { row_shared[padded((b - j) * R + j + r.value * Ns)] = y[r.value]; });
+      }
+    });
+    if constexpr (!last) pass<Ns * R>(v, row_shared, t, table);
+  }
+};
+
+}  // namespace gpuconv::fft

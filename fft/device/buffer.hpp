@@ -1,0 +1,79 @@
+// RAII owners for device memory, streams and events.
+#pragma once
+#include <cstddef>
+#include <utility>
+
+#include "cuda_check.hpp"
+
+namespace gpuconv {
+
+template <typename T>
+class device_buffer {
+ public:
+  device_buffer() = default;
+  explicit device_buffer(std::size_t count) : count_(count) {
+    if (count > 0) GPUCONV_CUDA(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(T)));
+  }
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+  device_buffer(device_buffer&& o) noexcept : data_(std::exchange(o.data_, nullptr)), count_(std::exchange(o.count_, 0)) {}
+  device_buffer& operator=(device_buffer&& o) noexcept {
+    if (this != &o) {
+      release();
+      data_ = std::exchange(o.data_, nullptr);
+      count_ = std::exchange(o.count_, 0);
+    }
+    return *this;
+  }
+  ~device_buffer() { release(); }
+
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  std::size_t size() const { return count_; }
+  std::size_t bytes() const { return count_ * sizeof(T); }
+
+ private:
+  void release() {
+    if (data_) cudaFree(data_);
+    data_ = nullptr;
+    count_ = 0;
+  }
+  T* data_ = nullptr;
+  std::size_t count_ = 0;
+};
+
+class cuda_stream {
+ public:
+  cuda_stream() { GPUCONV_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  cuda_stream(const cuda_stream&) = delete;
+  cuda_stream& operator=(const cuda_stream&) = delete;
+  ~cuda_stream() { cudaStreamDestroy(stream_); }
+  cudaStream_t get() const { return stream_; }
+  operator cudaStream_t() const { return stream_; }
+
+ private:
+  cudaStream_t stream_{};
+};
+
+class cuda_event {
+ public:
+  cuda_event() { GPUCONV_CUDA(cudaEventCreate(&event_)); }
+  cuda_event(const cuda_event&) = delete;
+  cuda_event& operator=(const cuda_event&) = delete;
+  ~cuda_event() { cudaEventDestroy(event_); }
+  cudaEvent_t get() const { return event_; }
+  operator cudaEvent_t() const { return event_; }
+
+  // Milliseconds from start to this event; waits for this event.
+  float elapsed_since(const cuda_event& start) const {
+    GPUCONV_CUDA(cudaEventSynchronize(event_));
+    float ms = 0;
+    GPUCONV_CUDA(cudaEventElapsedTime(&ms, start.event_, event_));
+    return ms;
+  }
+
+ private:
+  cudaEvent_t event_{};
+};
+
+}  // namespace gpuconv

@@ -1,0 +1,83 @@
+#include "real_1d_plan.hpp"
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "../kernels/real_1d.cuh"
+#include "twiddle_table.hpp"
+
+namespace gpuconv::fft {
+
+namespace {
+
+void require_aligned(const void* p, const char* what) {
+  if (p == nullptr) throw std::invalid_argument(std::string("real_1d_plan: ") + what + " is a null pointer");
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0)
+    throw std::invalid_argument(std::string("real_1d_plan: ") + what + " is not 16-byte aligned");
+}
+
+template <int n>
+void launch_r2c(const float* in, complex_t<float>* out, long long batch, const complex_t<float>* table,
+                cudaStream_t stream) {
+  using policy = real_1d_policy<n>;
+  const long long blocks = (batch + policy::rows_per_block - 1) / policy::rows_per_block;
+  r2c_1d_kernel<n><<<(unsigned)blocks, policy::block_threads, 0, stream>>>(in, out, batch, table);
+  check_launch("r2c_1d_kernel");
+}
+
+template <int n>
+void launch_c2r(const complex_t<float>* in, float* out, long long batch, const complex_t<float>* table,
+                cudaStream_t stream) {
+  using policy = real_1d_policy<n>;
+  const long long blocks = (batch + policy::rows_per_block - 1) / policy::rows_per_block;
+  c2r_1d_kernel<n><<<(unsigned)blocks, policy::block_threads, 0, stream>>>(in, out, batch, table);
+  check_launch("c2r_1d_kernel");
+}
+
+// Calls f(std::integral_constant<int, n>) for the run-time n.
+template <typename F>
+void dispatch_length(int n, F&& f) {
+  switch (n) {
+    case 4: f(std::integral_constant<int, 4>{}); break;
+    case 8: f(std::integral_constant<int, 8>{}); break;
+    case 16: f(std::integral_constant<int, 16>{}); break;
+    case 32: f(std::integral_constant<int, 32>{}); break;
+    case 64: f(std::integral_constant<int, 64>{}); break;
+    case 128: f(std::integral_constant<int, 128>{}); break;
+    case 256: f(std::integral_constant<int, 256>{}); break;
+    case 512: f(std::integral_constant<int, 512>{}); break;
+    case 1024: f(std::integral_constant<int, 1024>{}); break;
+    case 2048: f(std::integral_constant<int, 2048>{}); break;
+    case 4096: f(std::integral_constant<int, 4096>{}); break;
+    default: throw std::invalid_argument("real_1d_plan: unsupported length " + std::to_string(n));
+  }
+}
+
+}  // namespace
+
+real_1d_plan::real_1d_plan(int n, long long batch) : n_(n), batch_(batch) {
+  if (!is_pow2(n) || n < min_length || n > max_length)
+    throw std::invalid_argument("real_1d_plan: length " + std::to_string(n) +
+                                " is not a power of two in [4, 4096]");
+  if (batch < 1) throw std::invalid_argument("real_1d_plan: batch " + std::to_string(batch) + " is < 1");
+  const long long max_blocks = 0x7fffffffLL;
+  if (batch / 2 > max_blocks) throw std::invalid_argument("real_1d_plan: batch " + std::to_string(batch) + " too large");
+  const auto host = twiddle_table<float>(n);
+  table_ = device_buffer<complex_t<float>>(host.size());
+  GPUCONV_CUDA(cudaMemcpy(table_.data(), host.data(), table_.bytes(), cudaMemcpyHostToDevice));
+}
+
+void real_1d_plan::forward(const float* in, complex_t<float>* out, cudaStream_t stream) const {
+  require_aligned(in, "input");
+  require_aligned(out, "output");
+  dispatch_length(n_, [&](auto n) { launch_r2c<decltype(n)::value>(in, out, batch_, table_.data(), stream); });
+}
+
+void real_1d_plan::inverse(const complex_t<float>* in, float* out, cudaStream_t stream) const {
+  require_aligned(in, "input");
+  require_aligned(out, "output");
+  dispatch_length(n_, [&](auto n) { launch_c2r<decltype(n)::value>(in, out, batch_, table_.data(), stream); });
+}
+
+}  // namespace gpuconv::fft

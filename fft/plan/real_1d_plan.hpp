@@ -1,0 +1,37 @@
+// Plan layer: batched 1D real FFTs on the GPU (R2C forward, C2R inverse).
+//
+// Built once (validates the shape, uploads the twiddle table computed in double);
+// forward()/inverse() never allocate and never synchronise. Layout is cuFFT's plan-many
+// default: contiguous rows, n reals <-> n/2+1 complex. C2R is unnormalised:
+// inverse(forward(x)) = n * x. Device pointers must be 16-byte aligned (cudaMalloc's are).
+#pragma once
+#include <cuda_runtime.h>
+
+#include "../device/buffer.hpp"
+#include "../thread/complex.hpp"
+
+namespace gpuconv::fft {
+
+class real_1d_plan {
+ public:
+  static constexpr int min_length = 4;
+  static constexpr int max_length = 4096;
+
+  // Throws std::invalid_argument when n is not a power of two in [4, 4096] or batch < 1.
+  real_1d_plan(int n, long long batch);
+
+  void forward(const float* in, complex_t<float>* out, cudaStream_t stream = nullptr) const;
+  void inverse(const complex_t<float>* in, float* out, cudaStream_t stream = nullptr) const;
+
+  int length() const { return n_; }
+  long long batch() const { return batch_; }
+  long long real_elements() const { return batch_ * n_; }
+  long long complex_elements() const { return batch_ * (n_ / 2 + 1); }
+
+ private:
+  int n_;
+  long long batch_;
+  device_buffer<complex_t<float>> table_;  // W_n^k, k < n
+};
+
+}  // namespace gpuconv::fft

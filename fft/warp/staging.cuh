@@ -1,0 +1,88 @@
+// Warp layer: coalesced global access for rows owned one per lane.
+//
+// When each lane of a warp owns a whole row, lane-strided global accesses touch a sector per
+// lane per instruction. These helpers move the warp's 32 consecutive rows, which are one
+// contiguous span of global memory, through a per-warp shared buffer with 16-byte
+// accesses instead.
+//
+// Complex rows of odd length L (n/2+1 values): the shared buffer is an exact image of the
+// global span. Lane i touches element i*L + k; L is odd, so the lanes of a half-warp hit 16
+// distinct 8-byte bank pairs: conflict-free without padding.
+#pragma once
+#include "../device/memory.cuh"
+#include "../thread/array.hpp"
+#include "../thread/static_for.hpp"
+
+namespace gpuconv::fft {
+
+// Copies `count` complex values between global and shared memory, 16 bytes at a time when
+// both ends allow it. All 32 lanes call it.
+template <bool to_shared>
+__device__ GPUCONV_INLINE void warp_copy_complex(complex_t<float>* shared, complex_t<float>* global_ptr,
+                                                 int count) {
+  const int lane = threadIdx.x & 31;
+  if ((count & 1) == 0 && aligned16(global_ptr)) {
+    float4* g = reinterpret_cast<float4*>(global_ptr);
+    float4* s = reinterpret_cast<float4*>(shared);
+    for (int i = lane; i < count / 2; i += 32) {
+      if constexpr (to_shared) s[i] = __ldg(g + i); else g[i] = s[i];
+    }
+  } else {
+    for (int i = lane; i < count; i += 32) {
+      if constexpr (to_shared) shared[i] = global_ptr[i]; else global_ptr[i] = shared[i];
+    }
+  }
+}
+
+// Lane-owned rows of L complex values -> global, coalesced. `rows` of the warp's 32 are valid.
+template <int L>
+__device__ GPUCONV_INLINE void warp_store_complex_rows(const array_t<complex_t<float>, L>& row,
+                                                       complex_t<float>* warp_shared,
+                                                       complex_t<float>* global_ptr, int rows) {
+  const int lane = threadIdx.x & 31;
+  static_for<L>([&](auto k) { warp_shared[lane * L + k.value] = row[k.value]; });
+  __syncwarp();
+  warp_copy_complex<false>(warp_shared, global_ptr, rows * L);
+}
+
+// Global -> lane-owned rows of L complex values, coalesced.
+template <int L>
+__device__ GPUCONV_INLINE array_t<complex_t<float>, L> warp_load_complex_rows(complex_t<float>* warp_shared,
+                                                                              const complex_t<float>* global_ptr,
+                                                                              int rows) {
+  const int lane = threadIdx.x & 31;
+  warp_copy_complex<true>(warp_shared, const_cast<complex_t<float>*>(global_ptr), rows * L);
+  __syncwarp();
+  array_t<complex_t<float>, L> row;
+  static_for<L>([&](auto k) { row[k.value] = warp_shared[lane * L + k.value]; });
+  return row;
+}
+
+// Lane-owned rows of n reals (n a multiple of 4) -> global, coalesced. Rows are kept at a
+// stride of n/4 + 1 float4 in shared memory (odd for n >= 8), so the per-lane writes of a
+// quarter-warp land on 8 distinct 16-byte bank groups.
+template <int n>
+__device__ GPUCONV_INLINE void warp_store_real_rows(const array_t<float, n>& row, float4* warp_shared,
+                                                    float* global_ptr, int rows) {
+  static_assert(n % 4 == 0, "warp_store_real_rows: n must be a multiple of 4");
+  constexpr int q = n / 4;
+  constexpr int stride = q == 1 ? 1 : q + 1;
+  const int lane = threadIdx.x & 31;
+  static_for<q>([&](auto i) {
+    constexpr int ii = decltype(i)::value;
+    warp_shared[lane * stride + ii] = make_float4(row[4 * ii], row[4 * ii + 1], row[4 * ii + 2], row[4 * ii + 3]);
+  });
+  __syncwarp();
+  const int count = rows * q;
+  if (aligned16(global_ptr)) {
+    float4* g = reinterpret_cast<float4*>(global_ptr);
+    for (int p = lane; p < count; p += 32) g[p] = warp_shared[(p / q) * stride + p % q];
+  } else {
+    for (int p = lane; p < count; p += 32) {
+      float4 v = warp_shared[(p / q) * stride + p % q];
+      global_ptr[4 * p] = v.x; global_ptr[4 * p + 1] = v.y; global_ptr[4 * p + 2] = v.z; global_ptr[4 * p + 3] = v.w;
+    }
+  }
+}
+
+}  // namespace gpuconv::fft

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# GPU check: configure, build, run every test (the [gpu] ones included) and the benchmarks on
+# a machine with a CUDA GPU (OpenCV optional), then print a short summary last.
+# Logs go to $OUT (the device tool's output folder) or ./gpu-check-logs.
+#   scripts/gpu-check.sh [--no-bench] [--bench-only] [--sizes n1,n2] [--reps R]
+set -uo pipefail
+
+out=${OUT:-$PWD/gpu-check-logs}
+build=${GPUCONV_BUILD_DIR:-build-gpu}
+run_tests=1 run_bench=1 bench_args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --no-bench) run_bench=0 ;;
+    --bench-only) run_tests=0 ;;
+    --sizes|--reps) bench_args+=("$1" "$2"); shift ;;
+    *) echo "gpu-check.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+mkdir -p "$out"
+start=$(date +%s)
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv > "$out/gpu.txt" 2>&1 || true
+generator=()
+command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+if ! cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGPUCONV_PTXAS_VERBOSE=ON > "$out/configure.log" 2>&1; then
+  tail -30 "$out/configure.log"; echo "gpu-check: configure FAILED"; exit 1
+fi
+if ! cmake --build "$build" -j "$(nproc)" > "$out/build.log" 2>&1; then
+  grep -E "error" "$out/build.log" | head -30; echo "gpu-check: build FAILED"; exit 1
+fi
+build_s=$(( $(date +%s) - start ))
+
+test_rc=0 test_line="tests not run"
+if [ "$run_tests" = 1 ]; then
+  ctest --test-dir "$build" --output-on-failure -j 1 > "$out/ctest.log" 2>&1
+  test_rc=$?
+  test_line=$(grep -E "tests passed|tests failed" "$out/ctest.log" | tail -1)
+  skipped=$(grep -c "Skipped" "$out/ctest.log" || true)
+  [ "$test_rc" = 0 ] || grep -E "Failed|FAILED|with expansion|REQUIRE|CHECK" "$out/ctest.log" | head -40
+fi
+
+bench_rc=0
+if [ "$run_bench" = 1 ]; then
+  "$build/apps/gpuconv-bench" fft1d --csv "$out/fft1d.csv" "${bench_args[@]}" > "$out/bench-fft1d.txt" 2> "$out/bench-fft1d.err"
+  bench_rc=$?
+fi
+
+echo "==== gpu-check summary ($(head -2 "$out/gpu.txt" | tail -1)) ===="
+echo "build: ${build_s}s; tests: ${test_line} (skipped lines: ${skipped:-0}, rc=$test_rc)"
+if [ "$run_bench" = 1 ]; then
+  cat "$out/bench-fft1d.txt"
+  [ "$bench_rc" = 0 ] || { echo "bench rc=$bench_rc"; tail -5 "$out/bench-fft1d.err"; }
+fi
+echo "total: $(( $(date +%s) - start ))s"
+[ "$test_rc" = 0 ] && [ "$bench_rc" = 0 ]

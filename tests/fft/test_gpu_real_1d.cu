@@ -1,0 +1,113 @@
+// GPU batched R2C/C2R against the host transforms in double and against cuFFT, every power
+// of two 4..4096, batches 1, 3 and a large odd count, fresh random data, poisoned outputs.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+
+#include <cufft.h>
+
+#include "fft/host/real_1d_host.hpp"
+#include "fft/plan/real_1d_plan.hpp"
+#include "support/gpu.hpp"
+#include "support/reference.hpp"
+
+using namespace gpuconv;
+using cfloat = fft::complex_t<float>;
+
+namespace {
+
+void check_cufft(cufftResult r, const char* call) {
+  if (r != CUFFT_SUCCESS) FAIL(call << " failed with cufftResult " << int(r));
+}
+
+struct cufft_plan {
+  cufftHandle h{};
+  cufft_plan(int n, int batch, cufftType type) { check_cufft(cufftPlan1d(&h, n, type, batch), "cufftPlan1d"); }
+  ~cufft_plan() { cufftDestroy(h); }
+};
+
+std::vector<float> flatten(const std::vector<cfloat>& v) {
+  std::vector<float> f(2 * v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) { f[2 * i] = v[i].re; f[2 * i + 1] = v[i].im; }
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("GPU batched R2C and C2R match the host in double and cuFFT", "[fft][gpu]") {
+  GPUCONV_REQUIRE_GPU();
+  const int n = GENERATE(4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096);
+  const int batch = GENERATE_COPY(1, 3, (1 << 21) / n + 1);  // the last is large and odd
+  const auto seed = test::fresh_seed();
+  INFO("n = " << n << ", batch = " << batch << ", seed = " << seed);
+  const int H = n / 2 + 1;
+  const std::size_t reals = (std::size_t)n * batch, complexes = (std::size_t)H * batch;
+  const double bound = test::fft_error_bound<float>(fft::log2_exact(n), 2);
+
+  // ---- R2C ----
+  const auto x = test::random_reals<float>(reals, seed);
+  auto d_x = test::upload(x);
+  device_buffer<cfloat> d_X(complexes), d_Xc(complexes);
+  test::poison(d_X);
+  test::poison(d_Xc);
+  fft::real_1d_plan plan(n, batch);
+  plan.forward(d_x.data(), d_X.data());
+  GPUCONV_CUDA(cudaDeviceSynchronize());
+  {
+    cufft_plan ref(n, batch, CUFFT_R2C);
+    check_cufft(cufftExecR2C(ref.h, d_x.data(), reinterpret_cast<cufftComplex*>(d_Xc.data())), "cufftExecR2C");
+    GPUCONV_CUDA(cudaDeviceSynchronize());
+  }
+  const auto X = test::download(d_X), Xc = test::download(d_Xc);
+  REQUIRE(test::all_finite(flatten(X)));  // every output element was written
+
+  std::vector<double> xd(x.begin(), x.end());
+  std::vector<fft::complex_t<double>> Xd(complexes);
+  fft::host::real_1d_plan<double>(n, batch, 2).forward(xd.data(), Xd.data());
+  CHECK(test::relative_l2(X, Xd) <= bound);
+  CHECK(test::relative_l2(X, Xc) <= 2 * bound);
+
+  // ---- C2R, on a Hermitian spectrum (the double-precision one, rounded) ----
+  std::vector<cfloat> S(complexes);
+  for (std::size_t i = 0; i < complexes; ++i) S[i] = {float(Xd[i].re), float(Xd[i].im)};
+  auto d_S = test::upload(S);
+  auto d_Sc = test::upload(S);  // cuFFT's C2R may overwrite its input
+  device_buffer<float> d_y(reals), d_yc(reals);
+  test::poison(d_y);
+  test::poison(d_yc);
+  plan.inverse(d_S.data(), d_y.data());
+  GPUCONV_CUDA(cudaDeviceSynchronize());
+  {
+    cufft_plan ref(n, batch, CUFFT_C2R);
+    check_cufft(cufftExecC2R(ref.h, reinterpret_cast<cufftComplex*>(d_Sc.data()), d_yc.data()), "cufftExecC2R");
+    GPUCONV_CUDA(cudaDeviceSynchronize());
+  }
+  const auto y = test::download(d_y), yc = test::download(d_yc);
+  REQUIRE(test::all_finite(y));
+  std::vector<fft::complex_t<double>> Sd(complexes);
+  for (std::size_t i = 0; i < complexes; ++i) Sd[i] = {S[i].re, S[i].im};
+  std::vector<double> yd(reals);
+  fft::host::real_1d_plan<double>(n, batch, 2).inverse(Sd.data(), yd.data());
+  CHECK(test::relative_l2(y, yd) <= bound);
+  CHECK(test::relative_l2(y, yc) <= 2 * bound);
+  // and the round trip gets x back (times n)
+  std::vector<double> nx(reals);
+  for (std::size_t i = 0; i < reals; ++i) nx[i] = double(x[i]) * n;
+  CHECK(test::relative_l2(y, nx) <= 2 * bound);
+}
+
+TEST_CASE("GPU plan rejects bad shapes and pointers", "[fft]") {
+  CHECK_THROWS_AS(fft::real_1d_plan(2, 1), std::invalid_argument);
+  CHECK_THROWS_AS(fft::real_1d_plan(8192, 1), std::invalid_argument);
+  CHECK_THROWS_AS(fft::real_1d_plan(100, 1), std::invalid_argument);
+  CHECK_THROWS_AS(fft::real_1d_plan(64, 0), std::invalid_argument);
+}
+
+TEST_CASE("GPU plan rejects null and misaligned pointers", "[fft][gpu]") {
+  GPUCONV_REQUIRE_GPU();
+  fft::real_1d_plan plan(64, 4);
+  device_buffer<float> x(64 * 4 + 4);
+  device_buffer<cfloat> X(33 * 4 + 2);
+  CHECK_THROWS_AS(plan.forward(nullptr, X.data()), std::invalid_argument);
+  CHECK_THROWS_AS(plan.forward(x.data() + 1, X.data()), std::invalid_argument);
+  CHECK_THROWS_AS(plan.inverse(X.data() + 1, x.data()), std::invalid_argument);
+}
