@@ -3,16 +3,18 @@
 # a machine with a CUDA GPU (OpenCV optional), then print a short summary last.
 # Logs go to $OUT (the device tool's output folder) or ./gpu-check-logs.
 #   scripts/gpu-check.sh [--no-bench] [--bench-only] [--sizes n1,n2] [--reps R]
+#                        [--variant NAME='-DFLAG=V ...']...   (extra fft1d builds with other CUDA flags)
 set -uo pipefail
 
 out=${OUT:-$PWD/gpu-check-logs}
 build=${GPUCONV_BUILD_DIR:-build-gpu}
-run_tests=1 run_bench=1 bench_args=()
+run_tests=1 run_bench=1 bench_args=() variants=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-bench) run_bench=0 ;;
     --bench-only) run_tests=0 ;;
     --sizes|--reps) bench_args+=("$1" "$2"); shift ;;
+    --variant) variants+=("$2"); shift ;;
     *) echo "gpu-check.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -46,11 +48,26 @@ if [ "$run_bench" = 1 ]; then
   bench_rc=$?
 fi
 
+for v in "${variants[@]}"; do
+  name=${v%%=*} flags=${v#*=}
+  vb="$build-$name"
+  { cmake -S . -B "$vb" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGPUCONV_BUILD_TESTS=OFF \
+      -DGPUCONV_WITH_OPENCV=OFF -DGPUCONV_PTXAS_VERBOSE=ON "-DCMAKE_CUDA_FLAGS=$flags" &&
+    cmake --build "$vb" -j "$(nproc)" --target gpuconv-bench; } > "$out/build-$name.log" 2>&1 ||
+    { echo "variant $name: build FAILED"; continue; }
+  "$vb/apps/gpuconv-bench" fft1d --csv "$out/fft1d-$name.csv" "${bench_args[@]}" > "$out/bench-fft1d-$name.txt" 2>&1
+done
+
 echo "==== gpu-check summary ($(head -2 "$out/gpu.txt" | tail -1)) ===="
 echo "build: ${build_s}s; tests: ${test_line} (skipped lines: ${skipped:-0}, rc=$test_rc)"
 if [ "$run_bench" = 1 ]; then
   cat "$out/bench-fft1d.txt"
   [ "$bench_rc" = 0 ] || { echo "bench rc=$bench_rc"; tail -5 "$out/bench-fft1d.err"; }
 fi
+for v in "${variants[@]}"; do
+  name=${v%%=*}
+  echo "---- variant $name (${v#*=}) ----"
+  tail -n +5 "$out/bench-fft1d-$name.txt" 2>/dev/null | cut -c1-95
+done
 echo "total: $(( $(date +%s) - start ))s"
 [ "$test_rc" = 0 ] && [ "$bench_rc" = 0 ]

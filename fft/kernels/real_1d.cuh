@@ -22,9 +22,15 @@ __device__ GPUCONV_INLINE void r2c_rows_in_registers(const float* in, complex_t<
   const long long first_row = (long long)blockIdx.x * policy::rows_per_block + warp * 32;
   const long long row = first_row + lane;
   const int rows = (int)min(32LL, max(0LL, batch - first_row));
+  unsigned char* stage = shared + warp * policy::warp_stage_bytes;
 
   array_t<float, n> x;
-  if (row < batch) {
+  if constexpr (policy::stage_real_input) {
+    // Long rows: lane-strided loads would need each sector to stay in L1 across n/4
+    // instructions; load the warp's span coalesced through shared memory instead.
+    x = warp_load_real_rows<n>(reinterpret_cast<float4*>(stage), in + first_row * n, rows);
+    __syncwarp();  // every lane has its row before the buffer takes the output
+  } else if (row < batch) {
     const float4* src = reinterpret_cast<const float4*>(in + row * n);
     static_for<n / 4>([&](auto i) {
       constexpr int ii = decltype(i)::value;
@@ -35,8 +41,7 @@ __device__ GPUCONV_INLINE void r2c_rows_in_registers(const float* in, complex_t<
     static_for<n>([&](auto i) { x[i.value] = 0.f; });
   }
   const auto X = rfft_t<float, n>{}(x);
-  auto* stage = reinterpret_cast<complex_t<float>*>(shared + warp * policy::warp_stage_bytes);
-  warp_store_complex_rows<L>(X, stage, out + first_row * L, rows);
+  warp_store_complex_rows<L>(X, reinterpret_cast<complex_t<float>*>(stage), out + first_row * L, rows);
 }
 
 template <int n>
@@ -55,75 +60,135 @@ __device__ GPUCONV_INLINE void c2r_rows_in_registers(const complex_t<float>* in,
   warp_store_real_rows<n>(x, reinterpret_cast<float4*>(stage), out + first_row * n, rows);
 }
 
-// ---- rows over several threads: Stockham passes ----------------------------------------
+// ---- rows over several threads: Stockham passes, persistent blocks ---------------------
+//
+// Each block loops over groups of rows_per_block rows (grid-stride) and loads the next
+// group's values into registers before transforming the current one, so that memory
+// traffic overlaps the passes instead of alternating with them.
+
+template <int n>
+struct block_rows_t {
+  using policy = real_1d_policy<n>;
+  static constexpr int T = policy::threads_per_row, P = policy::items_per_thread, N = policy::half;
+  using items_t = array_t<complex_t<float>, P>;
+
+  int local_row = threadIdx.x / T, t = threadIdx.x % T;
+  long long groups;
+
+  __device__ explicit block_rows_t(long long batch) : groups((batch + policy::rows_per_block - 1) / policy::rows_per_block) {}
+  __device__ long long row_of(long long group) const { return group * policy::rows_per_block + local_row; }
+
+  // Z[(N - k) mod N] for each held k = t + T*m (v[m] = Z[k]); T > 32 goes through shared memory.
+  template <typename fft>
+  __device__ GPUCONV_INLINE items_t partners(const items_t& v, complex_t<float>* row_shared) const {
+    if constexpr (T <= 32) {
+      return mirror_partners<T, P>(v, t);
+    } else {
+      items_t p;
+      __syncthreads();  // earlier reads of the buffer are done
+      static_for<P>([&](auto m) { row_shared[fft::padded(t + T * m.value)] = v[m.value]; });
+      __syncthreads();
+      static_for<P>([&](auto m) { p[m.value] = row_shared[fft::padded((N - t - T * m.value) & (N - 1))]; });
+      return p;
+    }
+  }
+
+  static __device__ GPUCONV_INLINE void end_group() {
+    if constexpr (T <= 32) __syncwarp(); else __syncthreads();  // the buffer is free for the next group
+  }
+};
 
 template <int n>
 __device__ GPUCONV_INLINE void r2c_rows_in_block(const float* in, complex_t<float>* out, long long batch,
                                                   const complex_t<float>* table, unsigned char* shared) {
-  using policy = real_1d_policy<n>;
-  constexpr int T = policy::threads_per_row, P = policy::items_per_thread, N = policy::half;
+  using rows_t = block_rows_t<n>;
+  constexpr int T = rows_t::T, P = rows_t::P, N = rows_t::N;
   using fft = block_fft_t<N, T, false>;
-  const int local_row = threadIdx.x / T, t = threadIdx.x % T;
-  const long long row = (long long)blockIdx.x * policy::rows_per_block + local_row;
-  const bool valid = row < batch;
-  auto* row_shared = reinterpret_cast<complex_t<float>*>(shared) + local_row * fft::row_shared_elems;
+  const rows_t rows(batch);
+  const int t = rows.t;
+  auto* row_shared = reinterpret_cast<complex_t<float>*>(shared) + rows.local_row * fft::row_shared_elems;
+  const auto* z = reinterpret_cast<const complex_t<float>*>(in);  // row r starts at z + r*N
 
-  const auto* z = reinterpret_cast<const complex_t<float>*>(in + row * n);
-  typename fft::items_t v;
-  static_for<P>([&](auto m) { v[m.value] = valid ? load_ro(z + t + T * m.value) : complex_t<float>{0.f, 0.f}; });
-  fft::run(v, row_shared, t, table);
-
-  typename fft::items_t partner;
-  if constexpr (T <= 32) {
-    partner = mirror_partners<T, P>(v, t);
-  } else {
-    __syncthreads();  // the last pass has finished reading shared memory
-    static_for<P>([&](auto m) { row_shared[fft::padded(t + T * m.value)] = v[m.value]; });
-    __syncthreads();
-    static_for<P>([&](auto m) { partner[m.value] = row_shared[fft::padded((N - t - T * m.value) & (N - 1))]; });
+  auto load = [&](typename rows_t::items_t& v, long long group) {
+    const long long row = rows.row_of(group);
+    const bool ok = group < rows.groups && row < batch;
+    static_for<P>([&](auto m) { v[m.value] = ok ? load_ro(z + row * N + t + T * m.value) : complex_t<float>{0.f, 0.f}; });
+  };
+  typename rows_t::items_t next, v;
+  if constexpr (rows_t::policy::prefetch) load(next, blockIdx.x);
+  for (long long group = blockIdx.x; group < rows.groups; group += gridDim.x) {
+    if constexpr (rows_t::policy::prefetch) {
+      v = next;
+      load(next, group + gridDim.x);
+    } else {
+      load(v, group);
+    }
+    fft::run(v, row_shared, t, table);
+    const auto partner = rows.template partners<fft>(v, row_shared);
+    const long long row = rows.row_of(group);
+    if (row < batch) {
+      complex_t<float>* dst = out + row * (N + 1);
+      static_for<P>([&](auto m) {
+        const int k = t + T * m.value;
+        dst[k] = r2c_post(v[m.value], partner[m.value], load_ro(table + k));
+      });
+      if (t == 0) dst[N] = r2c_post(v[0], v[0], load_ro(table + N));
+    }
+    rows_t::end_group();
   }
-  if (!valid) return;
-  complex_t<float>* dst = out + row * (N + 1);
-  static_for<P>([&](auto m) {
-    const int k = t + T * m.value;
-    dst[k] = r2c_post(v[m.value], partner[m.value], load_ro(table + k));
-  });
-  if (t == 0) dst[N] = r2c_post(v[0], v[0], load_ro(table + N));
 }
 
 template <int n>
 __device__ GPUCONV_INLINE void c2r_rows_in_block(const complex_t<float>* in, float* out, long long batch,
                                                   const complex_t<float>* table, unsigned char* shared) {
-  using policy = real_1d_policy<n>;
-  constexpr int T = policy::threads_per_row, P = policy::items_per_thread, N = policy::half;
+  using rows_t = block_rows_t<n>;
+  constexpr int T = rows_t::T, P = rows_t::P, N = rows_t::N;
   using fft = block_fft_t<N, T, true>;
-  const int local_row = threadIdx.x / T, t = threadIdx.x % T;
-  const long long row = (long long)blockIdx.x * policy::rows_per_block + local_row;
-  const bool valid = row < batch;
-  auto* row_shared = reinterpret_cast<complex_t<float>*>(shared) + local_row * fft::row_shared_elems;
+  const rows_t rows(batch);
+  const int t = rows.t;
+  auto* row_shared = reinterpret_cast<complex_t<float>*>(shared) + rows.local_row * fft::row_shared_elems;
 
-  const complex_t<float>* src = in + row * (N + 1);
-  typename fft::items_t v;
-  static_for<P>([&](auto m) {
-    const int k = t + T * m.value;
-    complex_t<float> xk{0.f, 0.f}, xnk{0.f, 0.f};
-    if (valid) {
-      xk = load_ro(src + k);
-      xnk = load_ro(src + N - k);
+  // X[t + T*m] for every m, and X[N] (needed by lane 0 only)
+  auto load = [&](typename rows_t::items_t& v, complex_t<float>& last, long long group) {
+    const long long row = rows.row_of(group);
+    const bool ok = group < rows.groups && row < batch;
+    const complex_t<float>* src = in + row * (N + 1);
+    static_for<P>([&](auto m) { v[m.value] = ok ? load_ro(src + t + T * m.value) : complex_t<float>{0.f, 0.f}; });
+    last = (ok && t == 0) ? load_ro(src + N) : complex_t<float>{0.f, 0.f};
+  };
+  typename rows_t::items_t next, v;
+  complex_t<float> next_last, x_last;
+  if constexpr (rows_t::policy::prefetch) load(next, next_last, blockIdx.x);
+  for (long long group = blockIdx.x; group < rows.groups; group += gridDim.x) {
+    if constexpr (rows_t::policy::prefetch) {
+      v = next;
+      x_last = next_last;
+      load(next, next_last, group + gridDim.x);
+    } else {
+      load(v, x_last, group);
     }
-    if (k == 0) { xk.im = 0.f; xnk.im = 0.f; }  // X[0] and X[N] are real in a Hermitian spectrum
-    v[m.value] = c2r_pre(xk, xnk, load_ro(table + k));
-  });
-  fft::run(v, row_shared, t, table);
-  if (!valid) return;
-  auto* dst = reinterpret_cast<complex_t<float>*>(out + row * n);
-  static_for<P>([&](auto m) { dst[t + T * m.value] = v[m.value]; });
+    auto partner = rows.template partners<fft>(v, row_shared);  // X[N - k]; for k = 0 that is X[N]
+    if (t == 0) {
+      partner[0] = x_last;
+      v[0].im = 0.f;  // X[0] and X[N] are real in a Hermitian spectrum
+      partner[0].im = 0.f;
+    }
+    static_for<P>([&](auto m) { v[m.value] = c2r_pre(v[m.value], partner[m.value], load_ro(table + t + T * m.value)); });
+    if constexpr (T > 32) __syncthreads();  // partner reads are done before pass 1 writes
+    fft::run(v, row_shared, t, table);
+    const long long row = rows.row_of(group);
+    if (row < batch) {
+      auto* dst = reinterpret_cast<complex_t<float>*>(out + row * n);
+      static_for<P>([&](auto m) { dst[t + T * m.value] = v[m.value]; });
+    }
+    rows_t::end_group();
+  }
 }
 
 // ---- entry points ------------------------------------------------------------------------
 
 template <int n>
-__global__ void __launch_bounds__(real_1d_policy<n>::block_threads)
+__global__ void __launch_bounds__(real_1d_policy<n>::block_threads, real_1d_policy<n>::min_blocks_per_sm)
 r2c_1d_kernel(const float* __restrict__ in, complex_t<float>* __restrict__ out, long long batch,
               const complex_t<float>* __restrict__ table) {
   __shared__ __align__(16) unsigned char shared[real_1d_policy<n>::shared_memory_bytes];
@@ -135,7 +200,7 @@ r2c_1d_kernel(const float* __restrict__ in, complex_t<float>* __restrict__ out, 
 }
 
 template <int n>
-__global__ void __launch_bounds__(real_1d_policy<n>::block_threads)
+__global__ void __launch_bounds__(real_1d_policy<n>::block_threads, real_1d_policy<n>::min_blocks_per_sm)
 c2r_1d_kernel(const complex_t<float>* __restrict__ in, float* __restrict__ out, long long batch,
               const complex_t<float>* __restrict__ table) {
   __shared__ __align__(16) unsigned char shared[real_1d_policy<n>::shared_memory_bytes];

@@ -4,6 +4,14 @@
 #pragma once
 #include "../thread/config.hpp"
 
+// Tuning switches, set per build for experiments (scripts/gpu-check.sh --variants).
+#ifndef GPUCONV_REAL_1D_MIN_BLOCKS
+#define GPUCONV_REAL_1D_MIN_BLOCKS 2
+#endif
+#ifndef GPUCONV_REAL_1D_PREFETCH
+#define GPUCONV_REAL_1D_PREFETCH 1
+#endif
+
 namespace gpuconv::fft {
 
 template <int n_>
@@ -19,9 +27,18 @@ struct real_1d_policy {
   static constexpr int items_per_thread = half / threads_per_row;
   static constexpr int block_threads = threads_per_row == 1 ? 128 : 256;
   static constexpr int rows_per_block = block_threads / threads_per_row;
+  // one-lane-per-row R2C: rows of 128 bytes and more are loaded through shared memory
+  static constexpr bool stage_real_input = threads_per_row == 1 && n >= 32;
   // one-lane-per-row kernels stage each warp's rows through shared memory
   static constexpr int warp_stage_bytes =
       32 * ((output_length * 8) > ((n + 4) * 4) ? (output_length * 8) : ((n + 4) * 4));
+  // several-threads-per-row kernels run persistent blocks (grid from the occupancy)
+  static constexpr bool persistent = threads_per_row > 1;
+  // register cap through __launch_bounds__: without it the compiler hoists the next group's
+  // loads and the twiddle loads far ahead and uses ~180 registers (one block per SM)
+  static constexpr int min_blocks_per_sm = persistent ? GPUCONV_REAL_1D_MIN_BLOCKS : 1;
+  // persistent blocks load the next group into registers while transforming this one
+  static constexpr bool prefetch = persistent && GPUCONV_REAL_1D_PREFETCH;
   static constexpr int shared_memory_bytes =
       threads_per_row == 1 ? (block_threads / 32) * warp_stage_bytes
                            : rows_per_block * (half + half / 16) * 8;

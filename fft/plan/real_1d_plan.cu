@@ -1,5 +1,6 @@
 #include "real_1d_plan.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -17,22 +18,18 @@ void require_aligned(const void* p, const char* what) {
     throw std::invalid_argument(std::string("real_1d_plan: ") + what + " is not 16-byte aligned");
 }
 
-template <int n>
-void launch_r2c(const float* in, complex_t<float>* out, long long batch, const complex_t<float>* table,
-                cudaStream_t stream) {
+// Blocks to launch: one per group of rows, or for persistent kernels as many as fit on the
+// device at once (they loop over the groups).
+template <int n, typename Kernel>
+unsigned grid_size(Kernel kernel, long long batch) {
   using policy = real_1d_policy<n>;
-  const long long blocks = (batch + policy::rows_per_block - 1) / policy::rows_per_block;
-  r2c_1d_kernel<n><<<(unsigned)blocks, policy::block_threads, 0, stream>>>(in, out, batch, table);
-  check_launch("r2c_1d_kernel");
-}
-
-template <int n>
-void launch_c2r(const complex_t<float>* in, float* out, long long batch, const complex_t<float>* table,
-                cudaStream_t stream) {
-  using policy = real_1d_policy<n>;
-  const long long blocks = (batch + policy::rows_per_block - 1) / policy::rows_per_block;
-  c2r_1d_kernel<n><<<(unsigned)blocks, policy::block_threads, 0, stream>>>(in, out, batch, table);
-  check_launch("c2r_1d_kernel");
+  const long long groups = (batch + policy::rows_per_block - 1) / policy::rows_per_block;
+  if (!policy::persistent) return (unsigned)groups;
+  int device = 0, sms = 0, per_sm = 0;
+  GPUCONV_CUDA(cudaGetDevice(&device));
+  GPUCONV_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  GPUCONV_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, policy::block_threads, 0));
+  return (unsigned)std::min<long long>(groups, (long long)std::max(per_sm, 1) * sms);
 }
 
 // Calls f(std::integral_constant<int, n>) for the run-time n.
@@ -66,18 +63,31 @@ real_1d_plan::real_1d_plan(int n, long long batch) : n_(n), batch_(batch) {
   const auto host = twiddle_table<float>(n);
   table_ = device_buffer<complex_t<float>>(host.size());
   GPUCONV_CUDA(cudaMemcpy(table_.data(), host.data(), table_.bytes(), cudaMemcpyHostToDevice));
+  dispatch_length(n, [&](auto len) {
+    constexpr int nn = decltype(len)::value;
+    r2c_grid_ = grid_size<nn>(r2c_1d_kernel<nn>, batch);
+    c2r_grid_ = grid_size<nn>(c2r_1d_kernel<nn>, batch);
+  });
 }
 
 void real_1d_plan::forward(const float* in, complex_t<float>* out, cudaStream_t stream) const {
   require_aligned(in, "input");
   require_aligned(out, "output");
-  dispatch_length(n_, [&](auto n) { launch_r2c<decltype(n)::value>(in, out, batch_, table_.data(), stream); });
+  dispatch_length(n_, [&](auto len) {
+    constexpr int nn = decltype(len)::value;
+    r2c_1d_kernel<nn><<<r2c_grid_, real_1d_policy<nn>::block_threads, 0, stream>>>(in, out, batch_, table_.data());
+  });
+  check_launch("r2c_1d_kernel");
 }
 
 void real_1d_plan::inverse(const complex_t<float>* in, float* out, cudaStream_t stream) const {
   require_aligned(in, "input");
   require_aligned(out, "output");
-  dispatch_length(n_, [&](auto n) { launch_c2r<decltype(n)::value>(in, out, batch_, table_.data(), stream); });
+  dispatch_length(n_, [&](auto len) {
+    constexpr int nn = decltype(len)::value;
+    c2r_1d_kernel<nn><<<c2r_grid_, real_1d_policy<nn>::block_threads, 0, stream>>>(in, out, batch_, table_.data());
+  });
+  check_launch("c2r_1d_kernel");
 }
 
 }  // namespace gpuconv::fft

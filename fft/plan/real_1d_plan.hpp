@@ -32,6 +32,7 @@ class real_1d_plan {
   int n_;
   long long batch_;
   device_buffer<complex_t<float>> table_;  // W_n^k, k < n
+  unsigned r2c_grid_ = 0, c2r_grid_ = 0;   // blocks per launch, from the policy and the occupancy
 };
 
 }  // namespace gpuconv::fft

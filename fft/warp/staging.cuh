@@ -85,4 +85,25 @@ __device__ GPUCONV_INLINE void warp_store_real_rows(const array_t<float, n>& row
   }
 }
 
+// Global -> lane-owned rows of n reals, coalesced: the mirror of warp_store_real_rows, with
+// the same padded layout.
+template <int n>
+__device__ GPUCONV_INLINE array_t<float, n> warp_load_real_rows(float4* warp_shared, const float* global_ptr,
+                                                                int rows) {
+  static_assert(n % 4 == 0, "warp_load_real_rows: n must be a multiple of 4");
+  constexpr int q = n / 4;
+  constexpr int stride = q == 1 ? 1 : q + 1;
+  const int lane = threadIdx.x & 31;
+  const float4* g = reinterpret_cast<const float4*>(global_ptr);  // the plan guarantees 16-byte alignment
+  for (int p = lane; p < rows * q; p += 32) warp_shared[(p / q) * stride + p % q] = __ldg(g + p);
+  __syncwarp();
+  array_t<float, n> row;
+  static_for<q>([&](auto i) {
+    constexpr int ii = decltype(i)::value;
+    const float4 v = warp_shared[lane * stride + ii];
+    row[4 * ii] = v.x; row[4 * ii + 1] = v.y; row[4 * ii + 2] = v.z; row[4 * ii + 3] = v.w;
+  });
+  return row;
+}
+
 }  // namespace gpuconv::fft
