@@ -6,7 +6,8 @@
 #                        [--variant NAME='-DFLAG=V ...']...   (extra fft1d builds with other CUDA flags)
 set -uo pipefail
 
-out=${OUT:-$PWD/gpu-check-logs}
+final_out=${OUT:-$PWD/gpu-check-logs}
+out="$final_out/logs"  # packed into logs.tgz at the end (the device tool returns few files)
 build=${GPUCONV_BUILD_DIR:-build-gpu}
 run_tests=1 run_bench=1 bench_args=() variants=()
 while [ $# -gt 0 ]; do
@@ -67,7 +68,9 @@ fi
 for v in "${variants[@]}"; do
   name=${v%%=*}
   echo "---- variant $name (${v#*=}) ----"
-  tail -n +5 "$out/bench-fft1d-$name.txt" 2>/dev/null | cut -c1-95
+  grep -E "^ +[0-9]+ \|" "$out/bench-fft1d-$name.txt" 2>/dev/null | cut -c1-95
 done
 echo "total: $(( $(date +%s) - start ))s"
+cp "$out"/bench-fft1d*.txt "$final_out"/ 2>/dev/null
+tar -C "$final_out" -czf "$final_out/logs.tgz" logs && rm -rf "$out"
 [ "$test_rc" = 0 ] && [ "$bench_rc" = 0 ]

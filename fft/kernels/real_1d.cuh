@@ -126,13 +126,22 @@ __device__ GPUCONV_INLINE void r2c_rows_in_block(const float* in, complex_t<floa
     fft::run(v, row_shared, t, table);
     const auto partner = rows.template partners<fft>(v, row_shared);
     const long long row = rows.row_of(group);
-    if (row < batch) {
+    static_for<P>([&](auto m) { v[m.value] = r2c_post(v[m.value], partner[m.value], load_ro(table + t + T * m.value)); });
+    const complex_t<float> x_last = r2c_post(partner[0], partner[0], load_ro(table + N));  // lane 0: Z[0]
+    if constexpr (rows_t::policy::stage_complex_output) {
+      static_assert(T <= N / 16, "the staging stride N + T must fit the row's exchange buffer");
+      // the warp's rows are contiguous in global memory and in row_shared
+      constexpr int rows_per_warp = 32 / T;
+      const int warp_row0 = (rows.local_row / rows_per_warp) * rows_per_warp;
+      const long long first = rows.row_of(group) - (rows.local_row - warp_row0);
+      __syncwarp();  // the last pass's shared reads are done
+      warp_store_striped_complex_rows<T, P>(v, x_last, reinterpret_cast<complex_t<float>*>(shared) +
+                                                          warp_row0 * fft::row_shared_elems,
+                                            out + first * (N + 1), (int)min((long long)rows_per_warp, max(0LL, batch - first)));
+    } else if (row < batch) {
       complex_t<float>* dst = out + row * (N + 1);
-      static_for<P>([&](auto m) {
-        const int k = t + T * m.value;
-        dst[k] = r2c_post(v[m.value], partner[m.value], load_ro(table + k));
-      });
-      if (t == 0) dst[N] = r2c_post(v[0], v[0], load_ro(table + N));
+      static_for<P>([&](auto m) { dst[t + T * m.value] = v[m.value]; });
+      if (t == 0) dst[N] = x_last;
     }
     rows_t::end_group();
   }

@@ -85,6 +85,27 @@ __device__ GPUCONV_INLINE void warp_store_real_rows(const array_t<float, n>& row
   }
 }
 
+// Rows of N+1 complex spread over groups of T lanes (2 <= T <= 16): lane t of a group holds
+// X[t + T*m] for m < P (N = T*P) and lane 0 also X[N]. The warp's 32/T rows are one
+// contiguous span of global memory; they go through shared memory at a row stride of N + T
+// complex (== T mod 16, so a half-warp's writes hit distinct bank pairs), then out with
+// coalesced 8-byte stores. warp_shared holds (32/T) * (N + T) values.
+template <int T, int P>
+__device__ GPUCONV_INLINE void warp_store_striped_complex_rows(const array_t<complex_t<float>, P>& v,
+                                                               complex_t<float> last, complex_t<float>* warp_shared,
+                                                               complex_t<float>* global_ptr, int rows) {
+  static_assert(T >= 2 && T <= 16, "warp_store_striped_complex_rows: 2 <= T <= 16");
+  constexpr int N = T * P, L = N + 1, stride = N + T;
+  const int lane = threadIdx.x & 31, q = lane / T, t = lane % T;
+  static_for<P>([&](auto m) { warp_shared[q * stride + t + T * m.value] = v[m.value]; });
+  if (t == 0) warp_shared[q * stride + N] = last;
+  __syncwarp();
+  for (int p = lane; p < rows * L; p += 32) {
+    const int row = p / L;
+    global_ptr[p] = warp_shared[row * stride + (p - row * L)];
+  }
+}
+
 // Global -> lane-owned rows of n reals, coalesced: the mirror of warp_store_real_rows, with
 // the same padded layout.
 template <int n>
