@@ -11,7 +11,7 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 
 . /etc/os-release
-packages=(build-essential cmake ninja-build pkg-config libopencv-dev libcli11-dev git)
+packages=(build-essential cmake ninja-build pkg-config ca-certificates libopencv-dev libcli11-dev git)
 catch_from=()
 
 case "${ID}:${VERSION_CODENAME:-}" in

@@ -12,7 +12,7 @@
 #define GPUCONV_REAL_1D_PREFETCH 1
 #endif
 #ifndef GPUCONV_REAL_1D_LARGE_ITEMS  // values per thread for n >= 2048
-#define GPUCONV_REAL_1D_LARGE_ITEMS 16
+#define GPUCONV_REAL_1D_LARGE_ITEMS 32
 #endif
 #ifndef GPUCONV_REAL_1D_LARGE_ROW_BLOCKS  // 1: one row per block for rows over several warps
 #define GPUCONV_REAL_1D_LARGE_ROW_BLOCKS 0
@@ -28,13 +28,18 @@ struct real_1d_policy {
   static constexpr int input_length = n;                   // R2C: reals per row in
   static constexpr int output_length = half + 1;           // R2C: complex per row out
   // Rows up to 64 points live in one thread's registers; longer rows use 16 values per
-  // thread and Stockham passes through shared memory.
+  // thread (32 from n = 2048: two radix-32 passes keep n = 2048 inside one warp) and
+  // Stockham passes through shared memory. Measured on the H100: docs/benchmarks.md.
   static constexpr int threads_per_row =
       half <= 32 ? 1 : (n >= 2048 ? half / GPUCONV_REAL_1D_LARGE_ITEMS : half / 16);
   static constexpr int items_per_thread = half / threads_per_row;
+  // several threads per row: 4096/P threads keep the exchange buffer at 34.8 KB (static
+  // shared memory stops at 48 KB)
   static constexpr int block_threads =
       threads_per_row == 1 ? 128
-                           : ((threads_per_row > 32 && GPUCONV_REAL_1D_LARGE_ROW_BLOCKS) ? threads_per_row : 256);
+                           : ((threads_per_row > 32 && GPUCONV_REAL_1D_LARGE_ROW_BLOCKS)
+                                  ? threads_per_row
+                                  : (4096 / items_per_thread > threads_per_row ? 4096 / items_per_thread : threads_per_row));
   static constexpr int rows_per_block = block_threads / threads_per_row;
   // one-lane-per-row R2C: rows of 128 bytes and more are loaded through shared memory
   static constexpr bool stage_real_input = threads_per_row == 1 && n >= 32;
