@@ -6,6 +6,7 @@
 #include <string>
 
 #include "../kernels/real_1d.cuh"
+#include "dispatch.hpp"
 #include "twiddle_table.hpp"
 
 namespace gpuconv::fft {
@@ -32,25 +33,6 @@ unsigned grid_size(Kernel kernel, long long batch) {
   return (unsigned)std::min<long long>(groups, (long long)std::max(per_sm, 1) * sms);
 }
 
-// Calls f(std::integral_constant<int, n>) for the run-time n.
-template <typename F>
-void dispatch_length(int n, F&& f) {
-  switch (n) {
-    case 4: f(std::integral_constant<int, 4>{}); break;
-    case 8: f(std::integral_constant<int, 8>{}); break;
-    case 16: f(std::integral_constant<int, 16>{}); break;
-    case 32: f(std::integral_constant<int, 32>{}); break;
-    case 64: f(std::integral_constant<int, 64>{}); break;
-    case 128: f(std::integral_constant<int, 128>{}); break;
-    case 256: f(std::integral_constant<int, 256>{}); break;
-    case 512: f(std::integral_constant<int, 512>{}); break;
-    case 1024: f(std::integral_constant<int, 1024>{}); break;
-    case 2048: f(std::integral_constant<int, 2048>{}); break;
-    case 4096: f(std::integral_constant<int, 4096>{}); break;
-    default: throw std::invalid_argument("real_1d_plan: unsupported length " + std::to_string(n));
-  }
-}
-
 }  // namespace
 
 real_1d_plan::real_1d_plan(int n, long long batch) : n_(n), batch_(batch) {
@@ -63,7 +45,7 @@ real_1d_plan::real_1d_plan(int n, long long batch) : n_(n), batch_(batch) {
   const auto host = twiddle_table<float>(n);
   table_ = device_buffer<complex_t<float>>(host.size());
   GPUCONV_CUDA(cudaMemcpy(table_.data(), host.data(), table_.bytes(), cudaMemcpyHostToDevice));
-  dispatch_length(n, [&](auto len) {
+  dispatch_pow2<4>(n, [&](auto len) {
     constexpr int nn = decltype(len)::value;
     r2c_grid_ = grid_size<nn>(r2c_1d_kernel<nn>, batch);
     c2r_grid_ = grid_size<nn>(c2r_1d_kernel<nn>, batch);
@@ -73,7 +55,7 @@ real_1d_plan::real_1d_plan(int n, long long batch) : n_(n), batch_(batch) {
 void real_1d_plan::forward(const float* in, complex_t<float>* out, cudaStream_t stream) const {
   require_aligned(in, "input");
   require_aligned(out, "output");
-  dispatch_length(n_, [&](auto len) {
+  dispatch_pow2<4>(n_, [&](auto len) {
     constexpr int nn = decltype(len)::value;
     r2c_1d_kernel<nn><<<r2c_grid_, real_1d_policy<nn>::block_threads, 0, stream>>>(in, out, batch_, table_.data());
   });
@@ -83,7 +65,7 @@ void real_1d_plan::forward(const float* in, complex_t<float>* out, cudaStream_t 
 void real_1d_plan::inverse(const complex_t<float>* in, float* out, cudaStream_t stream) const {
   require_aligned(in, "input");
   require_aligned(out, "output");
-  dispatch_length(n_, [&](auto len) {
+  dispatch_pow2<4>(n_, [&](auto len) {
     constexpr int nn = decltype(len)::value;
     c2r_1d_kernel<nn><<<c2r_grid_, real_1d_policy<nn>::block_threads, 0, stream>>>(in, out, batch_, table_.data());
   });
