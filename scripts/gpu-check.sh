@@ -47,6 +47,7 @@ bench_rc=0
 if [ "$run_bench" = 1 ]; then
   "$build/apps/gpuconv-bench" fft1d --csv "$out/fft1d.csv" "${bench_args[@]}" > "$out/bench-fft1d.txt" 2> "$out/bench-fft1d.err"
   bench_rc=$?
+  "$build/apps/gpuconv-bench" conv --reps 10 --csv "$out/conv.csv" > "$out/bench-conv.txt" 2> "$out/bench-conv.err" || bench_rc=$?
 fi
 
 for v in "${variants[@]}"; do
@@ -63,7 +64,9 @@ echo "==== gpu-check summary ($(head -2 "$out/gpu.txt" | tail -1)) ===="
 echo "build: ${build_s}s; tests: ${test_line} (skipped lines: ${skipped:-0}, rc=$test_rc)"
 if [ "$run_bench" = 1 ]; then
   cat "$out/bench-fft1d.txt"
-  [ "$bench_rc" = 0 ] || { echo "bench rc=$bench_rc"; tail -5 "$out/bench-fft1d.err"; }
+  echo
+  cat "$out/bench-conv.txt"
+  [ "$bench_rc" = 0 ] || { echo "bench rc=$bench_rc"; tail -5 "$out/bench-fft1d.err" "$out/bench-conv.err"; }
 fi
 for v in "${variants[@]}"; do
   name=${v%%=*}
@@ -71,6 +74,6 @@ for v in "${variants[@]}"; do
   grep -E "^ +[0-9]+ \|" "$out/bench-fft1d-$name.txt" 2>/dev/null | cut -c1-95
 done
 echo "total: $(( $(date +%s) - start ))s"
-cp "$out"/bench-fft1d*.txt "$final_out"/ 2>/dev/null
+cp "$out"/bench-*.txt "$final_out"/ 2>/dev/null
 tar -C "$final_out" -czf "$final_out/logs.tgz" logs && rm -rf "$out"
 [ "$test_rc" = 0 ] && [ "$bench_rc" = 0 ]

@@ -14,5 +14,6 @@ struct options {
 };
 
 int run_fft1d(const options& opt);
+int run_conv(const options& opt);
 
 }  // namespace gpuconv::bench

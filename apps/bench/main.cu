@@ -1,4 +1,4 @@
-// gpuconv-bench: thin main. `gpuconv-bench fft1d [--points P] [--reps R] [--sizes a,b] [--csv F]`
+// gpuconv-bench: thin main. `gpuconv-bench fft1d|conv [options]` (see usage()).
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -13,7 +13,10 @@ namespace {
 void usage() {
   std::fprintf(stderr,
                "usage: gpuconv-bench fft1d [--points P] [--reps R] [--warmup W] [--sizes n1,n2,...] [--csv FILE]\n"
-               "  fft1d  batched 1D R2C/C2R, n = 4..4096, against cuFFT (P points per transform, default 2^28)\n");
+               "       gpuconv-bench conv [--reps R] [--warmup W] [--sizes k1,k2,...] [--csv FILE]\n"
+               "  fft1d  batched 1D R2C/C2R, n = 4..4096, against cuFFT (P points per transform, default 2^28)\n"
+               "  conv   'same' convolution of 1x4096^2, 64x256^2, 1024x64^2 images, K = 3..127, against the\n"
+               "         cuFFT pipeline (pad, R2C, multiply, C2R, crop); --sizes selects kernel sizes\n");
 }
 
 }  // namespace
@@ -50,6 +53,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (cmd == "fft1d") return run_fft1d(opt);
+    if (cmd == "conv") return run_conv(opt);
     usage();
     return 2;
   } catch (const std::exception& e) {

@@ -155,6 +155,24 @@ void real_1d_plan<real_t>::inverse_rows(const complex_t<real_t>* in, real_t* out
   }
 }
 
+template <typename real_t>
+complex_1d_plan<real_t>::complex_1d_plan(int n) : n_(n), table_(twiddle_table<real_t>(is_pow2(n) ? 2 * n : 1)) {
+  if (!is_pow2(n) || n > (1 << 16))
+    throw std::invalid_argument("host::complex_1d_plan: length " + std::to_string(n) + " is not a power of two in [1, 65536]");
+}
+
+template <typename real_t>
+void complex_1d_plan<real_t>::forward(complex_t<real_t>* data, long long rows, complex_t<real_t>* scratch) const {
+  for (long long r = 0; r < rows; ++r) stockham<real_t, false>(data + r * n_, scratch, n_, table_.data());
+}
+
+template <typename real_t>
+void complex_1d_plan<real_t>::inverse(complex_t<real_t>* data, long long rows, complex_t<real_t>* scratch) const {
+  for (long long r = 0; r < rows; ++r) stockham<real_t, true>(data + r * n_, scratch, n_, table_.data());
+}
+
+template class complex_1d_plan<float>;
+template class complex_1d_plan<double>;
 template class real_1d_plan<float>;
 template class real_1d_plan<double>;
 

@@ -39,6 +39,25 @@ class real_1d_plan {
   std::vector<complex_t<real_t>> table_;  // W_n^k, k < n
 };
 
+// Batched 1D complex FFTs on the CPU over contiguous rows (the column passes of the CPU
+// convolution backend): the same Stockham passes as above; inverse unnormalised.
+template <typename real_t>
+class complex_1d_plan {
+ public:
+  // Throws std::invalid_argument when n is not a power of two in [1, 65536].
+  explicit complex_1d_plan(int n);
+  // In place over `rows` contiguous rows of n values; `scratch` holds n values.
+  void forward(complex_t<real_t>* data, long long rows, complex_t<real_t>* scratch) const;
+  void inverse(complex_t<real_t>* data, long long rows, complex_t<real_t>* scratch) const;
+  int length() const { return n_; }
+
+ private:
+  int n_;
+  std::vector<complex_t<real_t>> table_;  // W_{2n}^e, e < 2n (the table_n of the passes)
+};
+
+extern template class complex_1d_plan<float>;
+extern template class complex_1d_plan<double>;
 extern template class real_1d_plan<float>;
 extern template class real_1d_plan<double>;
 

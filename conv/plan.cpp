@@ -1,0 +1,61 @@
+#include "plan.hpp"
+
+#include "backend.hpp"
+#include "fft/device/cuda_check.hpp"
+
+namespace gpuconv::conv {
+
+namespace {
+
+constexpr int min_tile = 16, max_tile = 4096;
+
+problem make_problem(long long height, long long width, int planes, const float* kernel, int kh, int kw,
+                     const plan_options& o) {
+  if (planes < 1) throw std::invalid_argument("conv::plan: planes " + std::to_string(planes) + " is < 1");
+  validate_plan(height, width, kernel, kh, kw, o.semantics);
+  const geometry g = make_geometry(height, width, kh, kw, o.semantics.mode);
+  problem p{height, width, planes, {}, {}, effective_kernel(kernel, kh, kw, o.semantics.op), o};
+  p.tiles = choose_tiling(g.out_h, g.out_w, kh, kw, min_tile, max_tile, o.tile);
+  p.map = tile_map{height, width, g.out_h, g.out_w, kh, kw, g.oy, g.ox,
+                   p.tiles.tile_h, p.tiles.tile_w, p.tiles.valid_h, p.tiles.valid_w,
+                   p.tiles.tiles_x, p.tiles.tiles_per_plane(), o.semantics.border, o.semantics.constant_value};
+  return p;
+}
+
+}  // namespace
+
+plan::plan(long long height, long long width, int planes, const float* kernel, int kh, int kw,
+           const plan_options& options) {
+  problem p = make_problem(height, width, planes, kernel, kh, kw, options);
+  switch (options.device) {
+    case backend::cpu: impl_ = make_cpu_backend(std::move(p)); break;
+    case backend::cuda:
+      if (!cuda_device_available()) throw std::invalid_argument("conv::plan: the CUDA backend was asked for but no CUDA device is present");
+      impl_ = make_cuda_backend(std::move(p));
+      break;
+    case backend::automatic:
+      impl_ = cuda_device_available() ? make_cuda_backend(std::move(p)) : make_cpu_backend(std::move(p));
+      break;
+  }
+}
+
+plan::~plan() = default;
+plan::plan(plan&&) noexcept = default;
+plan& plan::operator=(plan&&) noexcept = default;
+
+void plan::execute(const float* in, float* out) {
+  if (!in || !out) throw std::invalid_argument("conv::plan::execute: null pointer");
+  impl_->execute(in, out);
+}
+
+void plan::execute_device(const float* in, float* out, cudaStream_t stream) {
+  if (!in || !out) throw std::invalid_argument("conv::plan::execute_device: null pointer");
+  impl_->execute_device(in, out, stream);
+}
+
+backend plan::selected_backend() const { return impl_->kind(); }
+long long plan::output_height() const { return impl_->prob.map.out_h; }
+long long plan::output_width() const { return impl_->prob.map.out_w; }
+const tiling& plan::tiles() const { return impl_->prob.tiles; }
+
+}  // namespace gpuconv::conv
