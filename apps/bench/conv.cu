@@ -20,10 +20,6 @@ namespace gpuconv::bench {
 
 namespace {
 
-void check_cufft(cufftResult r, const char* call) {
-  if (r != CUFFT_SUCCESS) throw std::runtime_error(std::string(call) + " failed with cufftResult " + std::to_string(int(r)));
-}
-
 __global__ void pad_kernel(const float* in, float* out, int h, int w, int ph, int pw, long long count) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x) {
     const long long img = i / ((long long)ph * pw);

@@ -21,10 +21,6 @@ namespace gpuconv::bench {
 
 namespace {
 
-void check_cufft(cufftResult r, const char* call) {
-  if (r != CUFFT_SUCCESS) throw std::runtime_error(std::string(call) + " failed with cufftResult " + std::to_string(int(r)));
-}
-
 struct cufft_plan {
   cufftHandle h{};
   cufft_plan(int n, long long batch, cufftType type, cudaStream_t s) {

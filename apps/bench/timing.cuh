@@ -6,9 +6,18 @@
 #include <cstdint>
 #include <vector>
 
+#include <stdexcept>
+#include <string>
+
+#include <cufft.h>
+
 #include "fft/device/buffer.hpp"
 
 namespace gpuconv::bench {
+
+inline void check_cufft(cufftResult r, const char* call) {
+  if (r != CUFFT_SUCCESS) throw std::runtime_error(std::string(call) + " failed with cufftResult " + std::to_string(int(r)));
+}
 
 // Median milliseconds of `reps` runs of f(stream), after `warmup` untimed runs. `before`
 // runs ahead of each timed run, outside the events (e.g. restoring an input).

@@ -17,14 +17,8 @@ using cfloat = fft::complex_t<float>;
 
 namespace {
 
-void check_cufft(cufftResult r, const char* call) {
-  if (r != CUFFT_SUCCESS) FAIL(call << " failed with cufftResult " << int(r));
-}
-
-struct cufft_handle {
-  cufftHandle h{};
-  ~cufft_handle() { cufftDestroy(h); }
-};
+using test::check_cufft;
+using test::cufft_handle;
 
 std::vector<cfloat> random_complex(std::size_t count, std::uint64_t seed) {
   const auto r = test::random_reals<float>(2 * count, seed);

@@ -15,14 +15,10 @@ using cfloat = fft::complex_t<float>;
 
 namespace {
 
-void check_cufft(cufftResult r, const char* call) {
-  if (r != CUFFT_SUCCESS) FAIL(call << " failed with cufftResult " << int(r));
-}
+using test::check_cufft;
 
-struct cufft_plan {
-  cufftHandle h{};
+struct cufft_plan : test::cufft_handle {
   cufft_plan(int n, int batch, cufftType type) { check_cufft(cufftPlan1d(&h, n, type, batch), "cufftPlan1d"); }
-  ~cufft_plan() { cufftDestroy(h); }
 };
 
 std::vector<float> flatten(const std::vector<cfloat>& v) {

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <vector>
 
+#include <cufft.h>
+
 #include "fft/device/buffer.hpp"
 
 #define GPUCONV_REQUIRE_GPU()                                              \
@@ -13,6 +15,19 @@
   } while (0)
 
 namespace gpuconv::test {
+
+inline void check_cufft(cufftResult r, const char* call) {
+  if (r != CUFFT_SUCCESS) FAIL(call << " failed with cufftResult " << int(r));
+}
+
+// Owns a cuFFT handle made by any of the cufftPlan* calls.
+struct cufft_handle {
+  cufftHandle h{};
+  cufft_handle() = default;
+  cufft_handle(const cufft_handle&) = delete;
+  cufft_handle& operator=(const cufft_handle&) = delete;
+  ~cufft_handle() { cufftDestroy(h); }
+};
 
 // Fills a device buffer with 0xFF bytes: NaN in every float, so unwritten outputs show.
 template <typename T>
