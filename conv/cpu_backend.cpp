@@ -35,13 +35,26 @@ class cpu_backend final : public plan::impl {
 
   backend kind() const override { return backend::cpu; }
 
-  void execute(const float* in, float* out) override {
+  void execute(const void* in, void* out, pixel p) override {
+    if (p == pixel::f32) {
+      run(static_cast<const float*>(in), static_cast<float*>(out), prob.map);
+      return;
+    }
+    // narrow pixels: through float buffers, rounded and saturated on the way out
+    std::vector<float> fin(prob.input_elements()), fout(prob.output_elements());
+    to_float(in, p, fin.size(), fin.data());
+    run(fin.data(), fout.data(), p == pixel::u8 ? map_for<std::uint8_t>(prob.map) : map_for<std::uint16_t>(prob.map));
+    from_float(fout.data(), fout.size(), p, out);
+  }
+
+ private:
+  void run(const float* in, float* out, const tile_map& m) {
     const long long total = prob.total_tiles();
     std::atomic<long long> next{0};
     auto worker = [&] {
       std::vector<float> tile((std::size_t)th_ * tw_);
       std::vector<cf> a((std::size_t)th_ * half_), b(a.size()), scratch(th_);
-      for (long long g = next++; g < total; g = next++) run_tile(in, out, g, tile, a, b, scratch);
+      for (long long g = next++; g < total; g = next++) run_tile(in, out, m, g, tile, a, b, scratch);
     };
     const int workers = (int)std::min<long long>(threads_, total);
     std::vector<std::thread> pool;
@@ -50,15 +63,13 @@ class cpu_backend final : public plan::impl {
     for (auto& t : pool) t.join();
   }
 
- private:
   static void transpose(const cf* in, cf* out, int rows, int cols) {
     for (int r = 0; r < rows; ++r)
       for (int c = 0; c < cols; ++c) out[(std::size_t)c * rows + r] = in[(std::size_t)r * cols + c];
   }
 
-  void run_tile(const float* in, float* out, long long g, std::vector<float>& tile, std::vector<cf>& a,
-                std::vector<cf>& b, std::vector<cf>& scratch) const {
-    const tile_map& m = prob.map;
+  void run_tile(const float* in, float* out, const tile_map& m, long long g, std::vector<float>& tile,
+                std::vector<cf>& a, std::vector<cf>& b, std::vector<cf>& scratch) const {
     for (int u = 0; u < th_; ++u)
       for (int v = 0; v < tw_; ++v) tile[(std::size_t)u * tw_ + v] = m.gather(in, g, u, v);
     rows_.forward(tile.data(), a.data());

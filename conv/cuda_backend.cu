@@ -1,12 +1,23 @@
-// CUDA backend: tiles in chunks that fit the workspace cap. Per chunk: gather (boundary
-// rule applied in the loader, no padded copy of the image) -> fft::real_2d_plan::convolve
-// (row R2C, transpose, fused column FFT * spectrum * IFFT, transpose, row C2R) -> scatter
-// of the valid outputs. The kernel spectrum is computed once, at plan time.
+// CUDA backend. Two paths, chosen at plan time by the cost model (tiling.hpp):
+// - fused: one launch of the fused tile kernel (fused_tile.cuh), two tiles of 32..128 per
+//   block, the image read once and the output written once;
+// - multi-pass, for kernels too large for a fused tile: tiles in chunks that fit the
+//   workspace cap; per chunk gather (boundary rule applied in the loader) ->
+//   fft::real_2d_plan::convolve (row R2C, transpose, fused column FFT * spectrum * IFFT,
+//   transpose, row C2R) -> scatter of the valid outputs.
+// The kernel spectrum is computed once, at plan time.
+//
+// execute() on host buffers stages the image through device memory. When the image and its
+// output do not fit the memory cap, it runs in bands of output rows: a band's input rows
+// (with the rows the kernel reaches beyond it, mapped by the boundary rule on the host) are
+// uploaded as an image of their own, convolved with 'valid' geometry along y and the plan's
+// geometry along x, and the band's output rows copied back.
 #include <algorithm>
 
 #include "backend.hpp"
 #include "fft/device/buffer.hpp"
 #include "fft/plan/real_2d_plan.hpp"
+#include "fused.hpp"
 
 namespace gpuconv::conv {
 
@@ -14,8 +25,9 @@ namespace {
 
 using cf = fft::complex_t<float>;
 
-__global__ void gather_kernel(const float* __restrict__ in, float* __restrict__ tiles, tile_map m,
-                              long long first, long long count, long long total) {
+template <typename in_t>
+__global__ void gather_kernel(const in_t* __restrict__ in, float* __restrict__ tiles, tile_map m, long long first,
+                              long long count, long long total) {
   const long long per_tile = (long long)m.tile_h * m.tile_w;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count * per_tile;
        i += (long long)gridDim.x * blockDim.x) {
@@ -25,8 +37,20 @@ __global__ void gather_kernel(const float* __restrict__ in, float* __restrict__ 
   }
 }
 
-__global__ void scatter_kernel(const float* __restrict__ tiles, float* __restrict__ out, tile_map m,
-                               long long first, long long count, long long total) {
+template <typename out_t>
+__device__ GPUCONV_INLINE out_t store_value(float v) {
+  if constexpr (std::is_same_v<out_t, float>) {
+    return v;
+  } else {
+    constexpr int hi = std::is_same_v<out_t, std::uint8_t> ? 255 : 65535;
+    const int r = __float2int_rn(v);
+    return static_cast<out_t>(r < 0 ? 0 : (r > hi ? hi : r));
+  }
+}
+
+template <typename out_t>
+__global__ void scatter_kernel(const float* __restrict__ tiles, out_t* __restrict__ out, tile_map m, long long first,
+                               long long count, long long total) {
   const long long per_tile = (long long)m.valid_h * m.valid_w;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count * per_tile;
        i += (long long)gridDim.x * blockDim.x) {
@@ -34,64 +58,177 @@ __global__ void scatter_kernel(const float* __restrict__ tiles, float* __restric
     if (g >= total) continue;
     const int e = (int)(i - local * per_tile), a = e / m.valid_w, b = e - a * m.valid_w;
     const long long o = m.output_index(g, a, b);
-    if (o >= 0) out[o] = tiles[local * m.tile_h * m.tile_w + (long long)(a + m.kh - 1) * m.tile_w + (b + m.kw - 1)];
+    if (o >= 0)
+      out[o] = store_value<out_t>(tiles[local * m.tile_h * m.tile_w + (long long)(a + m.kh - 1) * m.tile_w + (b + m.kw - 1)]);
   }
 }
 
-unsigned grid_for(long long work) { return (unsigned)std::min<long long>((work + 255) / 256, 132LL * 16); }
+// Calls f(T{}) with the element type of p.
+template <typename F>
+void dispatch_pixel(pixel p, F&& f) {
+  switch (p) {
+    case pixel::f32: f(float{}); return;
+    case pixel::u8: f(std::uint8_t{}); return;
+    case pixel::u16: f(std::uint16_t{}); return;
+  }
+}
 
 class cuda_backend final : public plan::impl {
  public:
   explicit cuda_backend(problem p) : impl(std::move(p)) {
-    const long long th = prob.tiles.tile_h, tw = prob.tiles.tile_w;
-    // workspace per tile: the real tile and the 2D plan's two complex work buffers
-    const long long per_tile = th * tw * 4 + 2 * th * (tw / 2 + 1) * 8;
+    int device = 0, sms = 0;
+    GPUCONV_CUDA(cudaGetDevice(&device));
+    GPUCONV_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    max_grid_ = (unsigned)sms * 16;
+    const auto& o = prob.options;
+    const cuda_tiling choice =
+        choose_cuda_tiling(prob.geo.out_h, prob.geo.out_w, prob.planes, prob.kh, prob.kw,
+                           o.path == cuda_path::fused, o.path == cuda_path::multipass, o.tile);
+    prob.set_tiling(choice.tiles);
     std::size_t free_bytes = 0, total_bytes = 0;
     GPUCONV_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const std::size_t cap = o.memory_limit ? o.memory_limit : free_bytes / 2;
+    // Staging for execute() on host buffers takes what the image and its output need (at
+    // 4 bytes a pixel, the widest type), at most half the cap; the workspace the rest.
     const std::size_t io_bytes = std::size_t(prob.input_elements() + prob.output_elements()) * 4;
-    std::size_t cap = prob.options.memory_limit ? prob.options.memory_limit : free_bytes / 2;
-    cap = cap > io_bytes ? cap - io_bytes : 0;
-    chunk_ = std::clamp<long long>((long long)(cap / per_tile), 1, prob.total_tiles());
-    fft_ = std::make_unique<fft::real_2d_plan>((int)th, (int)tw, chunk_);
-    tiles_ = device_buffer<float>(std::size_t(chunk_) * th * tw);
-    spectrum_ = device_buffer<cf>(fft_->spectrum_elements());
-    const auto k = prob.kernel_tile();
-    device_buffer<float> d_k(k.size());
-    GPUCONV_CUDA(cudaMemcpy(d_k.data(), k.data(), d_k.bytes(), cudaMemcpyHostToDevice));
-    fft_->spectrum_transposed(d_k.data(), spectrum_.data());
-    GPUCONV_CUDA(cudaDeviceSynchronize());
-    // staging for execute() on host buffers: allocated here, never in execute
-    d_in_ = device_buffer<float>(prob.input_elements());
-    d_out_ = device_buffer<float>(prob.output_elements());
-  }
-
-  backend kind() const override { return backend::cuda; }
-
-  void execute_device(const float* in, float* out, cudaStream_t stream) override {
-    const long long total = prob.total_tiles();
-    const tile_map& m = prob.map;
-    for (long long first = 0; first < total; first += chunk_) {
-      const long long count = std::min(chunk_, total - first);
-      gather_kernel<<<grid_for(chunk_ * m.tile_h * m.tile_w), 256, 0, stream>>>(in, tiles_.data(), m, first, chunk_, total);
-      check_launch("gather_kernel");
-      fft_->convolve(tiles_.data(), tiles_.data(), spectrum_.data(), stream);
-      scatter_kernel<<<grid_for(count * m.valid_h * m.valid_w), 256, 0, stream>>>(tiles_.data(), out, m, first, count, total);
-      check_launch("scatter_kernel");
+    staging_bytes_ = std::min(io_bytes, choice.fused ? cap : cap / 2);
+    const std::size_t work_cap = cap > staging_bytes_ ? cap - staging_bytes_ : 0;
+    if (choice.fused) {
+      fused_ = std::make_unique<fused_tiles>(prob.tiles.tile_h, prob.kernel, prob.kh, prob.kw);
+    } else {
+      const long long th = prob.tiles.tile_h, tw = prob.tiles.tile_w;
+      // per tile: the real tile and the 2D plan's two complex work buffers
+      const long long per_tile = th * tw * 4 + 2 * th * (tw / 2 + 1) * 8;
+      if ((long long)work_cap < per_tile)
+        throw std::invalid_argument("conv::plan: the memory cap (" + std::to_string(cap) + " bytes) is below one " +
+                                    std::to_string(th) + " x " + std::to_string(tw) + " tile's workspace");
+      chunk_ = std::clamp<long long>((long long)(work_cap / per_tile), 1, prob.total_tiles());
+      fft_ = std::make_unique<fft::real_2d_plan>((int)th, (int)tw, chunk_);
+      tiles_ = device_buffer<float>(std::size_t(chunk_) * th * tw);
+      spectrum_ = device_buffer<cf>(fft_->spectrum_elements());
+      const auto k = prob.kernel_tile();
+      device_buffer<float> d_k(k.size());
+      GPUCONV_CUDA(cudaMemcpy(d_k.data(), k.data(), d_k.bytes(), cudaMemcpyHostToDevice));
+      fft_->spectrum_transposed(d_k.data(), spectrum_.data());
+      GPUCONV_CUDA(cudaDeviceSynchronize());
     }
   }
 
-  void execute(const float* in, float* out) override {
-    GPUCONV_CUDA(cudaMemcpyAsync(d_in_.data(), in, d_in_.bytes(), cudaMemcpyHostToDevice, stream_));
-    execute_device(d_in_.data(), d_out_.data(), stream_);
-    GPUCONV_CUDA(cudaMemcpyAsync(out, d_out_.data(), d_out_.bytes(), cudaMemcpyDeviceToHost, stream_));
-    GPUCONV_CUDA(cudaStreamSynchronize(stream_));
+  backend kind() const override { return backend::cuda; }
+  bool fused() const override { return fused_ != nullptr; }
+
+  void execute_device(const void* in, void* out, pixel p, cudaStream_t stream) override {
+    run(in, out, p, prob.map, prob.total_tiles(), stream);
+  }
+
+  void execute(const void* in, void* out, pixel p) override {
+    const std::size_t bytes = pixel_bytes(p);
+    const std::size_t in_bytes = std::size_t(prob.input_elements()) * bytes;
+    const std::size_t out_bytes = std::size_t(prob.output_elements()) * bytes;
+    if (in_bytes + out_bytes <= staging_bytes_) {
+      ensure_staging();
+      char* d_in = staging_.data();
+      char* d_out = d_in + align_up(in_bytes);
+      GPUCONV_CUDA(cudaMemcpyAsync(d_in, in, in_bytes, cudaMemcpyHostToDevice, stream_));
+      run(d_in, d_out, p, prob.map, prob.total_tiles(), stream_);
+      GPUCONV_CUDA(cudaMemcpyAsync(out, d_out, out_bytes, cudaMemcpyDeviceToHost, stream_));
+      GPUCONV_CUDA(cudaStreamSynchronize(stream_));
+      return;
+    }
+    execute_in_bands(static_cast<const char*>(in), static_cast<char*>(out), p);
   }
 
  private:
+  static std::size_t align_up(std::size_t b) { return (b + 255) / 256 * 256; }
+
+  void ensure_staging() {
+    if (staging_.size() == 0) staging_ = device_buffer<char>(staging_bytes_ + 512);
+  }
+
+  void run(const void* in, void* out, pixel p, const tile_map& map, long long total, cudaStream_t stream) {
+    dispatch_pixel(p, [&](auto type) {
+      using T = decltype(type);
+      const T* src = static_cast<const T*>(in);
+      T* dst = static_cast<T*>(out);
+      const tile_map m = map_for<T>(map);
+      if (fused_) {
+        fused_->run(src, dst, m, total, stream);
+        return;
+      }
+      for (long long first = 0; first < total; first += chunk_) {
+        const long long count = std::min(chunk_, total - first);
+        gather_kernel<<<grid_for(chunk_ * m.tile_h * m.tile_w), 256, 0, stream>>>(src, tiles_.data(), m, first, chunk_, total);
+        check_launch("gather_kernel");
+        fft_->convolve(tiles_.data(), tiles_.data(), spectrum_.data(), stream);
+        scatter_kernel<<<grid_for(count * m.valid_h * m.valid_w), 256, 0, stream>>>(tiles_.data(), dst, m, first, count, total);
+        check_launch("scatter_kernel");
+      }
+    });
+  }
+
+  // Bands of output rows, plane by plane (see the top of this file).
+  void execute_in_bands(const char* in, char* out, pixel p) {
+    const std::size_t bytes = pixel_bytes(p);
+    const tile_map& m = prob.map;
+    const long long W = prob.width, H = prob.height, ow = m.out_w, oh = m.out_h;
+    // rows of output a band holds: (rows + kh - 1) input rows and `rows` output rows, a
+    // whole number of tile rows when there is room for one
+    const long long per_row = (W + ow) * (long long)bytes;
+    long long rows = ((long long)staging_bytes_ / (long long)bytes - (m.kh - 1) * W) / (W + ow);
+    if (rows >= m.valid_h) rows = rows / m.valid_h * m.valid_h;
+    rows = std::min(rows, oh);
+    if (rows < 1)
+      throw std::invalid_argument("conv::plan: the memory cap leaves " + std::to_string(staging_bytes_) +
+                                  " bytes of staging, less than one band of " + std::to_string(per_row) + " bytes");
+    ensure_staging();
+    char* d_in = staging_.data();
+    char* d_out = d_in + align_up(std::size_t(rows + m.kh - 1) * W * bytes);
+    // a row of the outside value (zero or constant boundary), in the pixel type
+    std::vector<char> outside_row(std::size_t(W) * bytes);
+    const std::vector<float> outside(W, m.border == boundary::constant ? m.constant_value : 0.f);
+    from_float(outside.data(), outside.size(), p, outside_row.data());
+    for (int plane = 0; plane < prob.planes; ++plane) {
+      const char* src = in + std::size_t(plane) * H * W * bytes;
+      char* dst = out + std::size_t(plane) * oh * ow * bytes;
+      for (long long y0 = 0; y0 < oh; y0 += rows) {
+        const long long band = std::min(rows, oh - y0), in_rows = band + m.kh - 1;
+        const long long first = y0 + m.oy - (m.kh - 1);  // input row of band row 0
+        // runs of consecutive source rows become one copy each
+        for (long long i = 0; i < in_rows;) {
+          const int r = border_index(first + i, (int)H, m.border);
+          long long n = 1;
+          if (r >= 0)
+            while (i + n < in_rows && border_index(first + i + n, (int)H, m.border) == r + n) ++n;
+          const void* from = r >= 0 ? static_cast<const void*>(src + std::size_t(r) * W * bytes) : outside_row.data();
+          if (r < 0) n = 1;
+          GPUCONV_CUDA(cudaMemcpyAsync(d_in + std::size_t(i) * W * bytes, from, std::size_t(n) * W * bytes,
+                                       cudaMemcpyHostToDevice, stream_));
+          i += n;
+        }
+        tile_map b = m;
+        b.height = in_rows;
+        b.out_h = band;
+        b.oy = m.kh - 1;  // 'valid' along y: every row the band reads is in the uploaded block
+        const long long tiles_y = (band + m.valid_h - 1) / m.valid_h;
+        b.tiles_per_plane = tiles_y * m.tiles_x;
+        run(d_in, d_out, p, b, b.tiles_per_plane, stream_);
+        GPUCONV_CUDA(cudaMemcpyAsync(dst + std::size_t(y0) * ow * bytes, d_out, std::size_t(band) * ow * bytes,
+                                     cudaMemcpyDeviceToHost, stream_));
+        GPUCONV_CUDA(cudaStreamSynchronize(stream_));  // the staging is reused by the next band
+      }
+    }
+  }
+
+  unsigned grid_for(long long work) const { return (unsigned)std::min<long long>((work + 255) / 256, max_grid_); }
+
+  unsigned max_grid_ = 1;
   long long chunk_ = 1;
+  std::size_t staging_bytes_ = 0;
+  std::unique_ptr<fused_tiles> fused_;
   std::unique_ptr<fft::real_2d_plan> fft_;
-  device_buffer<float> tiles_, d_in_, d_out_;
+  device_buffer<float> tiles_;
   device_buffer<cf> spectrum_;
+  device_buffer<char> staging_;
   cuda_stream stream_;
 };
 

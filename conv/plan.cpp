@@ -14,11 +14,9 @@ problem make_problem(long long height, long long width, int planes, const float*
   if (planes < 1) throw std::invalid_argument("conv::plan: planes " + std::to_string(planes) + " is < 1");
   validate_plan(height, width, kernel, kh, kw, o.semantics);
   const geometry g = make_geometry(height, width, kh, kw, o.semantics.mode);
-  problem p{height, width, planes, {}, {}, effective_kernel(kernel, kh, kw, o.semantics.op), o};
-  p.tiles = choose_tiling(g.out_h, g.out_w, kh, kw, min_tile, max_tile, o.tile);
-  p.map = tile_map{height, width, g.out_h, g.out_w, kh, kw, g.oy, g.ox,
-                   p.tiles.tile_h, p.tiles.tile_w, p.tiles.valid_h, p.tiles.valid_w,
-                   p.tiles.tiles_x, p.tiles.tiles_per_plane(), o.semantics.border, o.semantics.constant_value};
+  problem p{height, width, planes, g, {}, {}, effective_kernel(kernel, kh, kw, o.semantics.op), kh, kw, o};
+  // the CPU's tiling; the CUDA backend chooses its own (fused or multi-pass)
+  p.set_tiling(choose_tiling(g.out_h, g.out_w, kh, kw, min_tile, max_tile, o.tile));
   return p;
 }
 
@@ -43,15 +41,17 @@ plan::~plan() = default;
 plan::plan(plan&&) noexcept = default;
 plan& plan::operator=(plan&&) noexcept = default;
 
-void plan::execute(const float* in, float* out) {
+void plan::execute_any(const void* in, void* out, int bytes, bool is_float) {
   if (!in || !out) throw std::invalid_argument("conv::plan::execute: null pointer");
-  impl_->execute(in, out);
+  impl_->execute(in, out, pixel_of(bytes, is_float));
 }
 
-void plan::execute_device(const float* in, float* out, cudaStream_t stream) {
+void plan::execute_device_any(const void* in, void* out, int bytes, bool is_float, cudaStream_t stream) {
   if (!in || !out) throw std::invalid_argument("conv::plan::execute_device: null pointer");
-  impl_->execute_device(in, out, stream);
+  impl_->execute_device(in, out, pixel_of(bytes, is_float), stream);
 }
+
+bool plan::fused() const { return impl_->fused(); }
 
 backend plan::selected_backend() const { return impl_->kind(); }
 long long plan::output_height() const { return impl_->prob.map.out_h; }

@@ -11,7 +11,9 @@
 // fp32 throughout; planes are float, row-major, plane after plane.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <type_traits>
 
 #include <cuda_runtime.h>
 
@@ -22,11 +24,23 @@ namespace gpuconv::conv {
 
 enum class backend { automatic, cuda, cpu };
 
+// The CUDA backend's kernels: the single-pass fused tile kernel (tiles of 32, 64 or 128,
+// one read and one write of the image) or the multi-pass pipeline (tiles up to 4096, for
+// kernels too large for a fused tile). automatic: the cost model in tiling.hpp decides.
+enum class cuda_path { automatic, fused, multipass };
+
+// Element types a plan executes on. Narrow types are converted to float on load and
+// rounded to nearest (ties to even, as OpenCV's saturate_cast) and saturated on store.
+template <typename T>
+inline constexpr bool is_pixel_type_v =
+    std::is_same_v<T, float> || std::is_same_v<T, std::uint8_t> || std::is_same_v<T, std::uint16_t>;
+
 struct plan_options {
   options semantics;                    // operation, output mode, boundary
   backend device = backend::automatic;  // automatic: CUDA when a device is present
+  cuda_path path = cuda_path::automatic;
   int tile = 0;                         // force a square tile side (0: the cost model)
-  std::size_t memory_limit = 0;         // CUDA workspace cap in bytes (0: half the free memory)
+  std::size_t memory_limit = 0;         // CUDA memory cap in bytes, workspace and staging (0: half the free memory)
   int threads = 0;                      // CPU backend threads (0: all cores)
 };
 
@@ -41,12 +55,23 @@ class plan {
   plan(plan&&) noexcept;
   plan& operator=(plan&&) noexcept;
 
-  // Host buffers: in holds planes x height x width, out planes x output_height x output_width.
-  void execute(const float* in, float* out);
+  // Host buffers: in holds planes x height x width, out planes x output_height x output_width;
+  // T is float, uint8_t or uint16_t. On the CUDA backend an image larger than the memory cap
+  // is processed in bands of rows.
+  template <typename T>
+  void execute(const T* in, T* out) {
+    static_assert(is_pixel_type_v<T>, "conv::plan: pixels are float, uint8_t or uint16_t");
+    execute_any(in, out, sizeof(T), std::is_same_v<T, float>);
+  }
   // Device buffers (CUDA backend only); asynchronous on `stream`.
-  void execute_device(const float* in, float* out, cudaStream_t stream = nullptr);
+  template <typename T>
+  void execute_device(const T* in, T* out, cudaStream_t stream = nullptr) {
+    static_assert(is_pixel_type_v<T>, "conv::plan: pixels are float, uint8_t or uint16_t");
+    execute_device_any(in, out, sizeof(T), std::is_same_v<T, float>, stream);
+  }
 
   backend selected_backend() const;
+  bool fused() const;  // the CUDA backend runs the single-pass fused kernel
   long long output_height() const;
   long long output_width() const;
   const tiling& tiles() const;
@@ -54,6 +79,8 @@ class plan {
   struct impl;
 
  private:
+  void execute_any(const void* in, void* out, int bytes, bool is_float);
+  void execute_device_any(const void* in, void* out, int bytes, bool is_float, cudaStream_t stream);
   std::unique_ptr<impl> impl_;
 };
 

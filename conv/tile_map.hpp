@@ -16,13 +16,14 @@ struct tile_map {
   float constant_value;
 
   // Value of tile element (u, v) of global tile g (plane-major) from the planes at `in`.
-  HOST_DEVICE GPUCONV_INLINE float gather(const float* in, long long g, int u, int v) const {
+  template <typename in_t>
+  HOST_DEVICE GPUCONV_INLINE float gather(const in_t* in, long long g, int u, int v) const {
     const long long plane = g / tiles_per_plane, t = g - plane * tiles_per_plane;
     const long long ty = t / tiles_x, tx = t - ty * tiles_x;
     const int r = border_index(ty * valid_h + u + oy - (kh - 1), (int)height, border);
     const int c = border_index(tx * valid_w + v + ox - (kw - 1), (int)width, border);
     if (r < 0 || c < 0) return border == boundary::zero ? 0.f : constant_value;
-    return in[(plane * height + r) * width + c];
+    return static_cast<float>(in[(plane * height + r) * width + c]);
   }
 
   // Output index written by valid element (a, b) of global tile g, or -1 past the edge;

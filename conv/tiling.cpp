@@ -1,5 +1,6 @@
 #include "tiling.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -36,13 +37,48 @@ tiling choose_tiling(long long out_h, long long out_w, int kh, int kw, int min_t
     for (int tw = lo_w; tw <= hi_w; tw *= 2) {
       const int vh = th - kh + 1, vw = tw - kw + 1;
       const long long ty = (out_h + vh - 1) / vh, tx = (out_w + vw - 1) / vw;
-      const double pixels = double(ty) * tx * th * tw;
-      const double cost = pixels * (8.0 + std::log2(double(th) * tw));
+      const tiling candidate{th, tw, vh, vw, ty, tx};
+      const double cost = tiling_cost(candidate, 1, 1.0);
       if (cost < best_cost) {
         best_cost = cost;
-        best = {th, tw, vh, vw, ty, tx};
+        best = candidate;
       }
     }
+  return best;
+}
+
+double tiling_cost(const tiling& t, long long planes, double weight) {
+  const double pixels = double(planes) * t.tiles_per_plane() * t.tile_h * t.tile_w;
+  return weight * pixels * (8.0 + std::log2(double(t.tile_h) * t.tile_w));
+}
+
+cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long planes, int kh, int kw, bool want_fused,
+                               bool want_multipass, int forced) {
+  constexpr int fused_min = 32, fused_max = 128, multi_min = 16, multi_max = 4096;
+  cuda_tiling best;
+  double best_cost = std::numeric_limits<double>::infinity();
+  if (!want_multipass) {
+    int lo = (int)std::max<long long>(fused_min, next_pow2(std::max(kh, kw))), hi = fused_max;
+    if (forced > 0) lo = hi = (int)std::max<long long>(lo, next_pow2(forced));
+    for (int t = lo; t <= hi; t *= 2) {
+      const tiling c = choose_tiling(out_h, out_w, kh, kw, t, t);
+      const long long tiles = planes * c.tiles_per_plane();
+      const double cost = tiling_cost(c, planes, 1.0) * double(tiles + tiles % 2) / double(tiles);  // pairs
+      if (cost < best_cost) {
+        best_cost = cost;
+        best = {c, true};
+      }
+    }
+    if (want_fused && !best.fused)
+      throw std::invalid_argument("the fused kernel needs a kernel side <= " + std::to_string(fused_max) +
+                                  (forced > 0 ? " and a tile of 32, 64 or 128" : "") + "; kernel is " +
+                                  std::to_string(kh) + " x " + std::to_string(kw));
+  }
+  if (!want_fused) {
+    const tiling c = choose_tiling(out_h, out_w, kh, kw, multi_min, multi_max, forced);
+    const double cost = tiling_cost(c, planes, multipass_weight);
+    if (cost < best_cost) best = {c, false};
+  }
   return best;
 }
 

@@ -33,4 +33,24 @@ constexpr long long next_pow2(long long v) {
 // kernel; forced > 0 asks for that square tile (rounded up to cover the kernel).
 tiling choose_tiling(long long out_h, long long out_w, int kh, int kw, int min_tile, int max_tile, int forced = 0);
 
+// Relative cost of a tiling: padded pixels processed, weighted by the log of the tile's
+// FFT size plus a constant for the loads and stores, times `weight`.
+double tiling_cost(const tiling& t, long long planes, double weight);
+
+// The CUDA backend's choice between the fused kernel (square tiles of 32, 64 or 128, two
+// tiles per block, so the tile count is rounded up to even) and the multi-pass pipeline.
+// A padded pixel through the multi-pass pipeline costs multipass_weight times one through
+// the fused kernel (its seven passes over device memory against one on-chip pass);
+// measured on the H100: docs/benchmarks.md.
+struct cuda_tiling {
+  tiling tiles;
+  bool fused = false;
+};
+constexpr double multipass_weight = 6.0;
+// want_fused / want_multipass force one path (plan_options::path); forced > 0 asks for that
+// square tile (rounded up to cover the kernel). Throws std::invalid_argument when the fused
+// path is forced but cannot hold the kernel.
+cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long planes, int kh, int kw, bool want_fused,
+                               bool want_multipass, int forced = 0);
+
 }  // namespace gpuconv::conv

@@ -2,19 +2,22 @@
 # GPU check: configure, build, run every test (the [gpu] ones included) and the benchmarks on
 # a machine with a CUDA GPU (OpenCV optional), then print a short summary last.
 # Logs go to $OUT (the device tool's output folder) or ./gpu-check-logs.
-#   scripts/gpu-check.sh [--no-bench] [--bench-only] [--sizes n1,n2] [--reps R]
-#                        [--variant NAME='-DFLAG=V ...']...   (extra fft1d builds with other CUDA flags)
+#   scripts/gpu-check.sh [--no-bench] [--bench-only] [--benches fft1d,conv] [--tests FILTER]
+#                        [--sizes n1,n2] [--reps R]
+#                        [--variant NAME='-DFLAG=V ...']...   (extra builds with other CUDA flags, benchmarked too)
 set -uo pipefail
 
 final_out=${OUT:-$PWD/gpu-check-logs}
 out="$final_out/logs"  # packed into logs.tgz at the end (the device tool returns few files)
 build=${GPUCONV_BUILD_DIR:-build-gpu}
-run_tests=1 run_bench=1 bench_args=() variants=()
+run_tests=1 run_bench=1 bench_args=() variants=() benches=fft1d,conv test_filter=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-bench) run_bench=0 ;;
     --bench-only) run_tests=0 ;;
     --sizes|--reps) bench_args+=("$1" "$2"); shift ;;
+    --benches) benches=$2; shift ;;
+    --tests) test_filter=$2; shift ;;
     --variant) variants+=("$2"); shift ;;
     *) echo "gpu-check.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -36,7 +39,7 @@ build_s=$(( $(date +%s) - start ))
 
 test_rc=0 test_line="tests not run"
 if [ "$run_tests" = 1 ]; then
-  ctest --test-dir "$build" --output-on-failure -j 1 > "$out/ctest.log" 2>&1
+  ctest --test-dir "$build" --output-on-failure -j 4 ${test_filter:+-R "$test_filter"} > "$out/ctest.log" 2>&1
   test_rc=$?
   test_line=$(grep -E "tests passed|tests failed" "$out/ctest.log" | tail -1)
   skipped=$(grep -c "Skipped" "$out/ctest.log" || true)
@@ -45,9 +48,12 @@ fi
 
 bench_rc=0
 if [ "$run_bench" = 1 ]; then
-  "$build/apps/gpuconv-bench" fft1d --csv "$out/fft1d.csv" "${bench_args[@]}" > "$out/bench-fft1d.txt" 2> "$out/bench-fft1d.err"
-  bench_rc=$?
-  "$build/apps/gpuconv-bench" conv --reps 10 --csv "$out/conv.csv" > "$out/bench-conv.txt" 2> "$out/bench-conv.err" || bench_rc=$?
+  if [[ ,$benches, == *,fft1d,* ]]; then
+    "$build/apps/gpuconv-bench" fft1d --csv "$out/fft1d.csv" "${bench_args[@]}" > "$out/bench-fft1d.txt" 2> "$out/bench-fft1d.err" || bench_rc=$?
+  fi
+  if [[ ,$benches, == *,conv,* ]]; then
+    "$build/apps/gpuconv-bench" conv --reps 10 --csv "$out/conv.csv" > "$out/bench-conv.txt" 2> "$out/bench-conv.err" || bench_rc=$?
+  fi
 fi
 
 for v in "${variants[@]}"; do
@@ -57,21 +63,23 @@ for v in "${variants[@]}"; do
       -DGPUCONV_WITH_OPENCV=OFF -DGPUCONV_PTXAS_VERBOSE=ON "-DCMAKE_CUDA_FLAGS=$flags" &&
     cmake --build "$vb" -j "$(nproc)" --target gpuconv-bench; } > "$out/build-$name.log" 2>&1 ||
     { echo "variant $name: build FAILED"; continue; }
-  "$vb/apps/gpuconv-bench" fft1d --csv "$out/fft1d-$name.csv" "${bench_args[@]}" > "$out/bench-fft1d-$name.txt" 2>&1
+  [[ ,$benches, == *,fft1d,* ]] && "$vb/apps/gpuconv-bench" fft1d --csv "$out/fft1d-$name.csv" "${bench_args[@]}" > "$out/bench-fft1d-$name.txt" 2>&1
+  [[ ,$benches, == *,conv,* ]] && "$vb/apps/gpuconv-bench" conv --reps 10 --csv "$out/conv-$name.csv" > "$out/bench-conv-$name.txt" 2>&1
 done
 
 echo "==== gpu-check summary ($(head -2 "$out/gpu.txt" | tail -1)) ===="
 echo "build: ${build_s}s; tests: ${test_line} (skipped lines: ${skipped:-0}, rc=$test_rc)"
 if [ "$run_bench" = 1 ]; then
-  cat "$out/bench-fft1d.txt"
+  cat "$out/bench-fft1d.txt" 2>/dev/null
   echo
-  cat "$out/bench-conv.txt"
+  cat "$out/bench-conv.txt" 2>/dev/null
   [ "$bench_rc" = 0 ] || { echo "bench rc=$bench_rc"; tail -5 "$out/bench-fft1d.err" "$out/bench-conv.err"; }
 fi
 for v in "${variants[@]}"; do
   name=${v%%=*}
   echo "---- variant $name (${v#*=}) ----"
   grep -E "^ +[0-9]+ \|" "$out/bench-fft1d-$name.txt" 2>/dev/null | cut -c1-95
+  grep -E "^[0-9]+x[0-9]+" "$out/bench-conv-$name.txt" 2>/dev/null
 done
 echo "total: $(( $(date +%s) - start ))s"
 cp "$out"/bench-*.txt "$final_out"/ 2>/dev/null

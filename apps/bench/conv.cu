@@ -4,7 +4,9 @@
 // crop. Both use zero boundary so they compute the same function; ours is checked against
 // the pipeline on every case (relative L2). Floor: 8 bytes per output pixel (read the image
 // once, write the result once) at the measured copy bandwidth.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -43,7 +45,15 @@ __global__ void crop_kernel(const float* in, float* out, int h, int w, int ph, i
   }
 }
 
-unsigned blocks(long long n) { return (unsigned)std::min<long long>((n + 255) / 256, 132 * 32); }
+unsigned blocks(long long n) {
+  static const int sms = [] {
+    int device = 0, count = 0;
+    GPUCONV_CUDA(cudaGetDevice(&device));
+    GPUCONV_CUDA(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+    return count;
+  }();
+  return (unsigned)std::min<long long>((n + 255) / 256, (long long)sms * 32);
+}
 
 // The classic cuFFT pipeline for `batch` images of h x w and a k x k kernel, 'same' mode.
 struct cufft_pipeline {
@@ -89,8 +99,21 @@ struct cufft_pipeline {
 
 struct conv_row {
   int size, batch, k, tile_h, tile_w;
-  double ms, cufft_ms, err;
+  bool fused, u8;
+  double ms, cufft_ms, err, floor_ms, flop_ms;
 };
+
+// Flops of the chosen tiling per run: complex 2D FFTs of T^2 points cost 5 T^2 log2(T^2)
+// each way; the fused kernel runs one complex transform pair per two tiles (a tile in
+// each of the real and imaginary parts) plus a complex multiply (6 flops) per point; the
+// multi-pass pipeline runs real transforms (half the complex cost) and multiplies half a
+// spectrum per tile.
+double conv_flops(const conv::plan& p, long long planes) {
+  const auto& t = p.tiles();
+  const double n = double(t.tile_h) * t.tile_w, tiles = double(planes) * t.tiles_per_plane();
+  const double fft = 5 * n * std::log2(n);
+  return p.fused() ? (tiles + 1) / 2 * (2 * fft + 6 * n) : tiles * (fft + 3 * n);
+}
 
 }  // namespace
 
@@ -99,17 +122,29 @@ int run_conv(const options& opt) {
   cudaDeviceProp prop{};
   GPUCONV_CUDA(cudaGetDeviceProperties(&prop, 0));
   const double copy_gbs = copy_bandwidth_gbs(std::size_t(1) << 30, opt.reps, stream);
-  std::printf("gpuconv-bench conv on %s; 'same' fp32, zero boundary, median of %d runs after %d warm-up\n", prop.name,
+  const double tflops = fma_peak_tflops(stream);
+  std::printf("gpuconv-bench conv on %s; 'same', zero boundary, median of %d runs after %d warm-up\n", prop.name,
               opt.reps, opt.warmup);
-  std::printf("measured copy bandwidth (read + write): %.0f GB/s; floor 8 B per output pixel = %.0f Gpix/s\n\n",
-              copy_gbs, copy_gbs / 8);
+  std::printf("measured copy bandwidth (read + write): %.0f GB/s; fp32 FMA rate: %.1f TFLOP/s\n", copy_gbs, tflops);
+  std::printf("byte floor: 8 B per output pixel in fp32 (%.0f Gpix/s), 2 B in uint8 (%.0f Gpix/s)\n\n", copy_gbs / 8,
+              copy_gbs / 2);
   const int shapes[3][2] = {{4096, 1}, {256, 64}, {64, 1024}};
   std::vector<conv_row> rows;
+  const std::uint64_t seed = (std::uint64_t)std::chrono::steady_clock::now().time_since_epoch().count();
   for (const auto& shape : shapes) {
     const int size = shape[0], batch = shape[1];
     const long long pixels = (long long)size * size * batch;
-    device_buffer<float> in(pixels), out(pixels), ref(pixels);
-    fill_random(in.data(), pixels, (std::uint64_t)std::chrono::steady_clock::now().time_since_epoch().count(), stream);
+    // several input/output sets, rotated between runs, so that small cases are not timed
+    // out of the 50 MB L2: at least 256 MB of them
+    const int sets = (int)std::clamp<long long>((256LL << 20) / (pixels * 8) + 1, 1, 16);
+    std::vector<device_buffer<float>> in, out;
+    for (int i = 0; i < sets; ++i) {
+      in.emplace_back(pixels);
+      out.emplace_back(pixels);
+      fill_random(in.back().data(), pixels, seed + i, stream);
+    }
+    device_buffer<float> ref(pixels);
+    std::vector<device_buffer<std::uint8_t>> in8, out8;
     for (int k : {3, 7, 15, 31, 63, 127}) {
       if (!opt.sizes.empty() && std::find(opt.sizes.begin(), opt.sizes.end(), k) == opt.sizes.end()) continue;
       std::vector<float> kernel(std::size_t(k) * k);
@@ -119,39 +154,79 @@ int run_conv(const options& opt) {
       po.semantics.border = conv::boundary::zero;
       conv::plan ours(size, size, batch, kernel.data(), k, k, po);
       cufft_pipeline base(size, size, k, batch, kernel, stream);
-      GPUCONV_CUDA(cudaMemsetAsync(out.data(), 0xFF, pixels * 4, stream));
-      ours.execute_device(in.data(), out.data(), stream);
-      base.run(in.data(), ref.data(), stream);
-      const double err = relative_l2(out.data(), ref.data(), pixels, stream);
-      conv_row r{size, batch, k, ours.tiles().tile_h, ours.tiles().tile_w, 0, 0, err};
-      r.ms = median_ms([&](cudaStream_t s) { ours.execute_device(in.data(), out.data(), s); }, opt.warmup, opt.reps, stream);
-      r.cufft_ms = median_ms([&](cudaStream_t s) { base.run(in.data(), ref.data(), s); }, opt.warmup, opt.reps, stream);
+      GPUCONV_CUDA(cudaMemsetAsync(out[0].data(), 0xFF, pixels * 4, stream));
+      ours.execute_device(in[0].data(), out[0].data(), stream);
+      base.run(in[0].data(), ref.data(), stream);
+      const double err = relative_l2(out[0].data(), ref.data(), pixels, stream);
+      const double flop_ms = conv_flops(ours, batch) / (tflops * 1e12) * 1e3;
+      conv_row r{size, batch, k, ours.tiles().tile_h, ours.tiles().tile_w, ours.fused(), false, 0, 0, err,
+                 8.0 * pixels / (copy_gbs * 1e9) * 1e3, flop_ms};
+      int i = 0, j = 0;
+      r.ms = median_ms([&](cudaStream_t s) { ++i; ours.execute_device(in[i % sets].data(), out[i % sets].data(), s); },
+                       opt.warmup, opt.reps, stream);
+      r.cufft_ms = median_ms([&](cudaStream_t s) { ++j; base.run(in[j % sets].data(), ref.data(), s); }, opt.warmup,
+                             opt.reps, stream);
       rows.push_back(r);
+      // the 8-bit path of the single-image case: uint8 in and out, 2 bytes a pixel
+      if (batch == 1 && k <= 15) {
+        if (in8.empty())
+          for (int s8 = 0; s8 < sets; ++s8) {
+            in8.emplace_back(pixels);
+            out8.emplace_back(pixels);
+            to_u8(in[s8].data(), in8.back().data(), pixels, stream);
+          }
+        // the float reference on the same uint8 values: convert back into `ref`'s input set
+        device_buffer<float> as_float(pixels);
+        conv_row r8 = r;
+        r8.u8 = true;
+        r8.floor_ms = 2.0 * pixels / (copy_gbs * 1e9) * 1e3;
+        {
+          std::vector<std::uint8_t> h8(pixels);
+          GPUCONV_CUDA(cudaMemcpyAsync(h8.data(), in8[0].data(), pixels, cudaMemcpyDeviceToHost, stream));
+          GPUCONV_CUDA(cudaStreamSynchronize(stream));
+          std::vector<float> hf(h8.begin(), h8.end());
+          GPUCONV_CUDA(cudaMemcpy(as_float.data(), hf.data(), pixels * 4, cudaMemcpyHostToDevice));
+        }
+        base.run(as_float.data(), ref.data(), stream);
+        GPUCONV_CUDA(cudaMemsetAsync(out8[0].data(), 0x5A, pixels, stream));
+        ours.execute_device(in8[0].data(), out8[0].data(), stream);
+        r8.err = max_u8_difference(out8[0].data(), ref.data(), pixels, stream);
+        int i8 = 0;
+        r8.ms = median_ms([&](cudaStream_t s) { ++i8; ours.execute_device(in8[i8 % sets].data(), out8[i8 % sets].data(), s); },
+                          opt.warmup, opt.reps, stream);
+        rows.push_back(r8);
+      }
       std::fprintf(stderr, "conv %dx%d x%d k=%d done\n", size, size, batch, k);
     }
   }
-  std::printf("%-14s %4s %9s | %8s %8s %6s | %9s %8s | %6s %8s\n", "images", "K", "tile", "ms", "Gpix/s", "%copy",
-              "cuFFT ms", "Gpix/s", "ratio", "rel L2");
+  std::printf("%-16s %4s %5s %9s | %8s %8s %6s %7s | %9s %8s | %6s %8s\n", "images", "K", "path", "tile", "ms",
+              "Gpix/s", "%copy", "%floor", "cuFFT ms", "Gpix/s", "ratio", "err");
   for (const auto& r : rows) {
     const double px = double(r.size) * r.size * r.batch;
     char img[32], tile[32];
-    std::snprintf(img, sizeof img, "%dx%d^2", r.batch, r.size);
+    std::snprintf(img, sizeof img, "%dx%d^2%s", r.batch, r.size, r.u8 ? " u8" : "");
     std::snprintf(tile, sizeof tile, "%dx%d", r.tile_h, r.tile_w);
-    std::printf("%-14s %4d %9s | %8.3f %8.1f %5.1f%% | %9.3f %8.1f | %5.2fx %8.1e\n", img, r.k, tile, r.ms,
-                px / (r.ms * 1e6), 100.0 * 8 * px / (r.ms * 1e-3) / 1e9 / copy_gbs, r.cufft_ms, px / (r.cufft_ms * 1e6),
-                r.cufft_ms / r.ms, r.err);
+    const double floor = std::max(r.floor_ms, r.flop_ms);
+    std::printf("%-16s %4d %5s %9s | %8.3f %8.1f %5.1f%% %6.1f%% | %9.3f %8.1f | %5.1fx %8.1e\n", img, r.k,
+                r.fused ? "fused" : "multi", tile, r.ms, px / (r.ms * 1e6), 100.0 * r.floor_ms / r.ms, 100.0 * floor / r.ms,
+                r.cufft_ms, px / (r.cufft_ms * 1e6), r.cufft_ms / r.ms, r.err);
   }
+  std::printf("\n%%copy: the byte floor (8 B/px fp32, 2 B/px uint8 at the copy rate) over the time; %%floor: the larger\n"
+              "of the byte floor and the flop floor (the path's FFT flops at the FMA rate) over the time.\n"
+              "err: relative L2 against the cuFFT pipeline (fp32); for u8 the largest |difference| from the\n"
+              "pipeline's result rounded and saturated (1 = a value near a half step rounded the other way).\n");
   if (!opt.csv.empty()) {
     std::ofstream f(opt.csv);
-    f << "gpu,copy_gbs,size,batch,k,tile_h,tile_w,ms,cufft_ms,rel_l2\n";
+    f << "gpu,copy_gbs,tflops,size,batch,k,type,path,tile_h,tile_w,ms,cufft_ms,err,byte_floor_ms,flop_floor_ms\n";
     for (const auto& r : rows)
-      f << '"' << prop.name << "\"," << copy_gbs << ',' << r.size << ',' << r.batch << ',' << r.k << ',' << r.tile_h
-        << ',' << r.tile_w << ',' << r.ms << ',' << r.cufft_ms << ',' << r.err << '\n';
+      f << '"' << prop.name << "\"," << copy_gbs << ',' << tflops << ',' << r.size << ',' << r.batch << ',' << r.k << ','
+        << (r.u8 ? "u8" : "f32") << ',' << (r.fused ? "fused" : "multi") << ',' << r.tile_h << ',' << r.tile_w << ','
+        << r.ms << ',' << r.cufft_ms << ',' << r.err << ',' << r.floor_ms << ',' << r.flop_ms << '\n';
   }
   for (const auto& r : rows)
-    if (!(r.err < 1e-5)) {
-      std::fprintf(stderr, "gpuconv-bench: conv %d^2 x%d K=%d disagrees with the cuFFT pipeline (rel L2 %.2e)\n", r.size,
-                   r.batch, r.k, r.err);
+    if (r.u8 ? !(r.err <= 1) : !(r.err < 1e-5)) {
+      std::fprintf(stderr, "gpuconv-bench: conv %d^2 x%d K=%d%s disagrees with the cuFFT pipeline (err %.2e)\n", r.size,
+                   r.batch, r.k, r.u8 ? " u8" : "", r.err);
       return 3;
     }
   return 0;

@@ -55,6 +55,15 @@ inline double copy_bandwidth_gbs(std::size_t bytes, int reps, cudaStream_t strea
 // Uniform random floats in [-1, 1) from a counter hash (fresh seed per call site).
 void fill_random(float* p, std::size_t count, std::uint64_t seed, cudaStream_t stream);
 
+// Float32 FMA throughput of the device in TFLOP/s (2 flops per FMA), from independent
+// register-resident FMA chains on every SM: the arithmetic ceiling the floors use.
+double fma_peak_tflops(cudaStream_t stream);
+
+// float -> uint8 (values scaled from [-1, 1) to [0, 255]) and the largest |a - round(b)|
+// between a uint8 result and a float one (rounded and saturated as the plan does).
+void to_u8(const float* in, std::uint8_t* out, std::size_t count, cudaStream_t stream);
+int max_u8_difference(const std::uint8_t* a, const float* b, std::size_t count, cudaStream_t stream);
+
 // ||a - b|| / ||b|| over `count` floats, computed on the device in double.
 double relative_l2(const float* a, const float* b, std::size_t count, cudaStream_t stream);
 

@@ -10,7 +10,10 @@
 #include <catch2/generators/catch_generators.hpp>
 
 #include <array>
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <type_traits>
 
 #include "conv/plan.hpp"
 #include "conv/reference.hpp"
@@ -27,18 +30,23 @@ double tile_bound(const plan& p) {
 }
 
 // Runs one case on `device` and checks it against the direct reference.
-void check_case(backend device, long long h, long long w, int planes, int kh, int kw, const options& o, int tile = 0) {
+void check_case(backend device, long long h, long long w, int planes, int kh, int kw, const options& o, int tile = 0,
+                cuda_path path = cuda_path::automatic, std::size_t memory_limit = 0) {
   const auto seed = test::fresh_seed();
   INFO("image " << h << "x" << w << "x" << planes << ", kernel " << kh << "x" << kw << ", mode " << int(o.mode)
-                << ", op " << int(o.op) << ", border " << int(o.border) << ", tile " << tile << ", seed " << seed);
+                << ", op " << int(o.op) << ", border " << int(o.border) << ", tile " << tile << ", path " << int(path)
+                << ", memory limit " << memory_limit << ", seed " << seed);
   const auto img = test::random_reals<float>(std::size_t(h * w * planes), seed);
   const auto k = test::random_reals<float>(std::size_t(kh) * kw, seed + 7);
   plan_options po;
   po.semantics = o;
   po.device = device;
   po.tile = tile;
+  po.path = path;
+  po.memory_limit = memory_limit;
   plan p(h, w, planes, k.data(), kh, kw, po);
   REQUIRE(p.selected_backend() == device);
+  if (path != cuda_path::automatic) REQUIRE(p.fused() == (path == cuda_path::fused));
   std::vector<float> out(std::size_t(p.output_height() * p.output_width() * planes), NAN);
   p.execute(img.data(), out.data());
   std::vector<double> ref(out.size()), scale(out.size());
@@ -63,7 +71,7 @@ void check_case(backend device, long long h, long long w, int planes, int kh, in
 const std::array<boundary, 6> all_borders{boundary::zero, boundary::constant, boundary::replicate,
                                           boundary::reflect, boundary::reflect101, boundary::wrap};
 
-void sweep(backend device) {
+void sweep(backend device, cuda_path path = cuda_path::automatic) {
   const auto k = GENERATE(std::array<int, 2>{1, 1}, std::array<int, 2>{2, 2}, std::array<int, 2>{3, 3},
                           std::array<int, 2>{4, 7}, std::array<int, 2>{31, 31});
   const auto img = GENERATE(std::array<int, 2>{1, 1}, std::array<int, 2>{7, 13}, std::array<int, 2>{48, 64});
@@ -76,7 +84,7 @@ void sweep(backend device) {
         o.op = op;
         o.border = border;
         o.constant_value = 0.25f;
-        check_case(device, img[0], img[1], 2, k[0], k[1], o);
+        check_case(device, img[0], img[1], 2, k[0], k[1], o, 0, path);
       }
 }
 
@@ -96,9 +104,46 @@ TEST_CASE("CPU convolution on larger images, several tiles and a kernel wider th
   check_case(backend::cpu, 70, 50, 2, 5, 9, o, 16);  // many 16x16 tiles
 }
 
-TEST_CASE("GPU convolution matches the direct reference: modes x operations x boundaries", "[conv][gpu]") {
+TEST_CASE("GPU fused kernel matches the direct reference: modes x operations x boundaries", "[conv][gpu]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
-  sweep(backend::cuda);
+  sweep(backend::cuda, cuda_path::fused);
+}
+
+TEST_CASE("GPU multi-pass pipeline matches the direct reference: modes x operations x boundaries", "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  sweep(backend::cuda, cuda_path::multipass);
+}
+
+TEST_CASE("GPU fused kernel: every tile size, odd tile counts, batches, large images", "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  options o;
+  for (int tile : {32, 64, 128}) {
+    check_case(backend::cuda, 100, 90, 3, 5, 3, o, tile, cuda_path::fused);   // odd tile count per plane
+    check_case(backend::cuda, 61, 67, 1, 17, 30, o, tile, cuda_path::fused);  // one tile pair holds two planes' tiles
+  }
+  check_case(backend::cuda, 480, 640, 1, 3, 3, o, 0, cuda_path::fused);
+  check_case(backend::cuda, 1000, 1003, 1, 31, 31, o, 0, cuda_path::fused);
+  check_case(backend::cuda, 64, 64, 33, 15, 15, o, 0, cuda_path::fused);  // a batch of small images
+  check_case(backend::cuda, 77, 5, 2, 128, 3, o, 0, cuda_path::fused);   // a kernel as tall as the largest tile
+  o.border = boundary::wrap;
+  o.mode = output_mode::full;
+  check_case(backend::cuda, 300, 257, 2, 64, 9, o, 0, cuda_path::fused);
+}
+
+TEST_CASE("GPU execute on host buffers runs in bands under a memory cap", "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  const long long h = 301, w = 257;
+  const std::size_t cap = std::size_t(w) * 4 * 2 * 40;  // about 40 rows of input and output
+  for (auto mode : {output_mode::same, output_mode::full, output_mode::valid})
+    for (auto border : all_borders) {
+      options o;
+      o.mode = mode;
+      o.border = border;
+      o.constant_value = -0.5f;
+      check_case(backend::cuda, h, w, 2, 9, 6, o, 0, cuda_path::fused, cap);
+    }
+  options o;
+  check_case(backend::cuda, h, w, 1, 9, 6, o, 16, cuda_path::multipass, cap + 16 * 16 * 4 * 8);
 }
 
 TEST_CASE("GPU convolution on larger images, chunked tiles, and the CPU backend agree", "[conv][gpu]") {
@@ -117,6 +162,7 @@ TEST_CASE("GPU convolution on larger images, chunked tiles, and the CPU backend 
   po.device = backend::cuda;
   po.memory_limit = 257 * 300 * 8 + 64 * 1024;
   po.tile = 16;
+  po.path = cuda_path::multipass;
   plan capped(257, 300, 1, k.data(), 9, 9, po);
   po.device = backend::cpu;
   plan cpu(257, 300, 1, k.data(), 9, 9, po);
@@ -124,6 +170,87 @@ TEST_CASE("GPU convolution on larger images, chunked tiles, and the CPU backend 
   capped.execute(img.data(), a.data());
   cpu.execute(img.data(), b.data());
   CHECK(test::relative_l2(a, b) <= 2 * tile_bound(cpu));
+}
+
+namespace {
+
+// uint8/uint16 in and out: the output must be the reference rounded to nearest (ties to
+// even) and saturated. The FFT's float error can move a value that lies close to a half
+// step to the other side; "close" is a pointwise allowance of 2e-5 of the |k| * |x| scale
+// (several times the relative error measured on these tiles, ~1e-6) plus 1e-3. Pixels
+// outside that window must be exact; pixels inside it within the allowance of the reference.
+template <typename T>
+void check_narrow(backend device, cuda_path path, int tile) {
+  const long long h = 97, w = 131;
+  const int planes = 2, kh = 7, kw = 5;
+  const double hi = std::is_same_v<T, std::uint8_t> ? 255 : 65535;
+  const auto seed = test::fresh_seed();
+  INFO("type bytes " << sizeof(T) << ", path " << int(path) << ", tile " << tile << ", seed " << seed);
+  const auto noise = test::random_reals<float>(std::size_t(h * w * planes), seed);
+  std::vector<T> img(noise.size());
+  std::vector<float> img_f(noise.size()), img_abs(noise.size());
+  for (std::size_t i = 0; i < img.size(); ++i) {
+    img[i] = T(std::lround((noise[i] * 0.5 + 0.5) * hi));  // random_reals are in [-1, 1]
+    img_abs[i] = img_f[i] = float(img[i]);
+  }
+  // a sharpening kernel (sum 1, negative lobes): outputs overshoot both ends and saturate
+  auto k = test::random_reals<float>(std::size_t(kh) * kw, seed + 3);
+  float sum = 0;
+  for (auto& v : k) sum += (v *= 0.1f);
+  k[17] += 1.f - sum;
+  std::vector<float> k_abs(k.size());
+  for (std::size_t i = 0; i < k.size(); ++i) k_abs[i] = std::abs(k[i]);
+  options o;
+  o.border = boundary::constant;
+  o.constant_value = float(hi * 0.3) + 0.4f;  // rounded to the type, as OpenCV does
+  plan_options po;
+  po.semantics = o;
+  po.device = device;
+  po.path = path;
+  po.tile = tile;
+  plan p(h, w, planes, k.data(), kh, kw, po);
+  std::vector<T> out(img.size(), T(77));
+  p.execute(img.data(), out.data());
+  o.constant_value = float(std::nearbyint(o.constant_value));
+  std::vector<double> ref(out.size()), scale(out.size());
+  direct_convolve(img_f.data(), h, w, planes, k.data(), kh, kw, o, ref.data());
+  o.constant_value = std::abs(o.constant_value);
+  direct_convolve(img_abs.data(), h, w, planes, k_abs.data(), kh, kw, o, scale.data());
+  long long low = 0, high = 0, in_window = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const double expect = std::min(hi, std::max(0.0, std::nearbyint(ref[i])));
+    low += expect == 0;
+    high += expect == hi;
+    const double allowance = 2e-5 * scale[i] + 1e-3;
+    const double frac = ref[i] - std::floor(ref[i]);
+    INFO("pixel " << i << ": got " << double(out[i]) << ", reference " << ref[i] << ", allowance " << allowance);
+    if (std::abs(frac - 0.5) > allowance || ref[i] < -0.5 - allowance || ref[i] > hi + 0.5 + allowance) {
+      REQUIRE(double(out[i]) == expect);
+    } else {
+      ++in_window;
+      REQUIRE(std::abs(double(out[i]) - std::min(hi, std::max(0.0, ref[i]))) <= 0.5 + allowance);
+    }
+  }
+  CHECK(low > 0);  // both saturation ends were exercised
+  CHECK(high > 0);
+  if (sizeof(T) == 1) CHECK(in_window < (long long)out.size() / 20);  // the exact check covered most pixels
+}
+
+}  // namespace
+
+TEST_CASE("CPU convolution of uint8 and uint16 pixels rounds to nearest and saturates", "[conv]") {
+  check_narrow<std::uint8_t>(backend::cpu, cuda_path::automatic, 0);
+  check_narrow<std::uint16_t>(backend::cpu, cuda_path::automatic, 0);
+}
+
+TEST_CASE("GPU convolution of uint8 and uint16 pixels rounds to nearest and saturates", "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  for (int tile : {32, 64, 128}) {
+    check_narrow<std::uint8_t>(backend::cuda, cuda_path::fused, tile);
+    check_narrow<std::uint16_t>(backend::cuda, cuda_path::fused, tile);
+  }
+  check_narrow<std::uint8_t>(backend::cuda, cuda_path::multipass, 0);
+  check_narrow<std::uint16_t>(backend::cuda, cuda_path::multipass, 0);
 }
 
 TEST_CASE("conv plan rejects bad input with the value named", "[conv]") {
@@ -140,6 +267,8 @@ TEST_CASE("conv plan rejects bad input with the value named", "[conv]") {
   po.semantics.mode = output_mode::same;
   plan ok(5, 5, 1, k3, 3, 3, po);
   std::vector<float> out(25);
-  CHECK_THROWS_AS(ok.execute(nullptr, out.data()), std::invalid_argument);
+  CHECK_THROWS_AS(ok.execute(static_cast<const float*>(nullptr), out.data()), std::invalid_argument);
   CHECK_THROWS_AS(ok.execute_device(out.data(), out.data()), std::invalid_argument);  // CPU backend
+  // the fused path cannot hold a kernel wider than its largest tile
+  CHECK_THROWS_AS(choose_cuda_tiling(50, 200, 1, 1, 130, true, false), std::invalid_argument);
 }

@@ -1,0 +1,114 @@
+#include "fused.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "fft/plan/twiddle_table.hpp"
+#include "fused_tile.cuh"
+
+namespace gpuconv::conv {
+
+namespace {
+
+using cf = fft::complex_t<float>;
+
+// Values per thread: a 32-tile keeps 8 (128 threads), larger tiles 16 (256 threads for 64,
+// 1024 for 128). The macros exist for tuning builds (scripts/gpu-check.sh --variant).
+#ifndef GPUCONV_FUSED_ITEMS_32
+#define GPUCONV_FUSED_ITEMS_32 8
+#endif
+#ifndef GPUCONV_FUSED_ITEMS_64
+#define GPUCONV_FUSED_ITEMS_64 16
+#endif
+#ifndef GPUCONV_FUSED_ITEMS_128
+#define GPUCONV_FUSED_ITEMS_128 16
+#endif
+template <int tile>
+struct policy_for;
+template <> struct policy_for<32> { using type = fused_policy<32, GPUCONV_FUSED_ITEMS_32>; };
+template <> struct policy_for<64> { using type = fused_policy<64, GPUCONV_FUSED_ITEMS_64>; };
+template <> struct policy_for<128> { using type = fused_policy<128, GPUCONV_FUSED_ITEMS_128>; };
+
+template <typename F>
+void dispatch_tile(int tile, F&& f) {
+  switch (tile) {
+    case 32: f(std::integral_constant<int, 32>{}); return;
+    case 64: f(std::integral_constant<int, 64>{}); return;
+    case 128: f(std::integral_constant<int, 128>{}); return;
+    default: throw std::invalid_argument("fused_tiles: tile " + std::to_string(tile) + " is not 32, 64 or 128");
+  }
+}
+
+}  // namespace
+
+std::vector<cf> fused_tiles::spectrum(int tile, const std::vector<float>& kernel, int kh, int kw) {
+  const int T = tile;
+  std::vector<fft::complex_t<double>> w(T);
+  for (int e = 0; e < T; ++e) w[e] = fft::unit_root(e, T);
+  // rows first: A[i][kx] = sum_j k(i, j) W^(kx*j), then K[kx][ky] = sum_i W^(ky*i) A[i][kx]
+  std::vector<fft::complex_t<double>> a(std::size_t(kh) * T, {0, 0});
+  for (int i = 0; i < kh; ++i)
+    for (int kx = 0; kx < T; ++kx) {
+      fft::complex_t<double> s{0, 0};
+      for (int j = 0; j < kw; ++j) s += w[(std::size_t(kx) * j) % T] * double(kernel[std::size_t(i) * kw + j]);
+      a[std::size_t(i) * T + kx] = s;
+    }
+  const double scale = 1.0 / (double(T) * T);
+  std::vector<cf> out(std::size_t(T) * T);
+  for (int kx = 0; kx < T; ++kx)
+    for (int ky = 0; ky < T; ++ky) {
+      fft::complex_t<double> s{0, 0};
+      for (int i = 0; i < kh; ++i) s += w[(std::size_t(ky) * i) % T] * a[std::size_t(i) * T + kx];
+      out[std::size_t(kx) * T + ky] = {float(s.re * scale), float(s.im * scale)};
+    }
+  return out;
+}
+
+fused_tiles::fused_tiles(int tile, const std::vector<float>& kernel, int kh, int kw) : tile_(tile) {
+  if (!supports(tile)) throw std::invalid_argument("fused_tiles: tile " + std::to_string(tile) + " is not 32, 64 or 128");
+  if (kh > tile || kw > tile)
+    throw std::invalid_argument("fused_tiles: kernel " + std::to_string(kh) + " x " + std::to_string(kw) +
+                                " does not fit a " + std::to_string(tile) + " tile");
+  const auto s = spectrum(tile, kernel, kh, kw);
+  spectrum_ = device_buffer<cf>(s.size());
+  GPUCONV_CUDA(cudaMemcpy(spectrum_.data(), s.data(), spectrum_.bytes(), cudaMemcpyHostToDevice));
+  const auto table = fft::twiddle_table<float>(2 * tile);  // block_fft_t's W_{2N}^e
+  table_ = device_buffer<cf>(table.size());
+  GPUCONV_CUDA(cudaMemcpy(table_.data(), table.data(), table_.bytes(), cudaMemcpyHostToDevice));
+  // tiles of 128 need more than the default 48 KB of dynamic shared memory: raise it once, here
+  dispatch_tile(tile, [&](auto t) {
+    using policy = typename policy_for<decltype(t)::value>::type;
+    if constexpr (policy::shared_memory_bytes > 48 * 1024) {
+      constexpr int bytes = policy::shared_memory_bytes;
+      GPUCONV_CUDA(cudaFuncSetAttribute(&fused_tile_kernel<policy, float, float>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+      GPUCONV_CUDA(cudaFuncSetAttribute(&fused_tile_kernel<policy, std::uint8_t, std::uint8_t>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+      GPUCONV_CUDA(cudaFuncSetAttribute(&fused_tile_kernel<policy, std::uint16_t, std::uint16_t>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    }
+  });
+}
+
+template <typename in_t, typename out_t>
+void fused_tiles::run(const in_t* in, out_t* out, const tile_map& m, long long total_tiles, cudaStream_t stream) const {
+  if (m.tile_h != tile_ || m.tile_w != tile_)
+    throw std::invalid_argument("fused_tiles::run: the map's tiles are not " + std::to_string(tile_) + " square");
+  if (total_tiles < 1) return;
+  dispatch_tile(tile_, [&](auto t) {
+    using policy = typename policy_for<decltype(t)::value>::type;
+    const long long pairs = (total_tiles + 1) / 2;
+    const unsigned grid = (unsigned)std::min<long long>(pairs, 0x7fffffffLL);
+    fused_tile_kernel<policy, in_t, out_t><<<grid, policy::block_threads, policy::shared_memory_bytes, stream>>>(in, out, m, total_tiles,
+                                                                                          spectrum_.data(), table_.data());
+    check_launch("fused_tile_kernel");
+  });
+}
+
+#define GPUCONV_FUSED_RUN(in_t, out_t)                                                                        \
+  template void fused_tiles::run<in_t, out_t>(const in_t*, out_t*, const tile_map&, long long, cudaStream_t) \
+      const;
+GPUCONV_FUSED_RUN(float, float)
+GPUCONV_FUSED_RUN(std::uint8_t, std::uint8_t)
+GPUCONV_FUSED_RUN(std::uint16_t, std::uint16_t)
+#undef GPUCONV_FUSED_RUN
+
+}  // namespace gpuconv::conv

@@ -1,0 +1,41 @@
+// The fused tile path of the CUDA backend (fused_tile.cuh): one kernel launch reads the
+// image once and writes the output once. Holds what the kernel needs, built once: the
+// kernel's full T x T spectrum (transposed, scaled by 1/T^2) and the twiddle table.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "fft/device/buffer.hpp"
+#include "fft/thread/complex.hpp"
+#include "tile_map.hpp"
+
+namespace gpuconv::conv {
+
+class fused_tiles {
+ public:
+  static constexpr int min_tile = 32;
+  static constexpr int max_tile = 128;
+  static bool supports(int tile) { return tile == 32 || tile == 64 || tile == 128; }
+
+  // kernel: the effective kernel (already flipped for correlation), kh x kw row-major.
+  // Throws std::invalid_argument when tile is not supported or smaller than the kernel.
+  fused_tiles(int tile, const std::vector<float>& kernel, int kh, int kw);
+
+  // One launch over `total_tiles` tiles of map m (tile_h = tile_w = tile). Asynchronous.
+  template <typename in_t, typename out_t>
+  void run(const in_t* in, out_t* out, const tile_map& m, long long total_tiles, cudaStream_t stream) const;
+
+  int tile() const { return tile_; }
+
+  // The spectrum the kernel multiplies by, computed on the host in double and rounded once:
+  // K[kx][ky] = sum_{i,j} k(i, j) W_T^(ky*i + kx*j) / T^2, W_T = exp(-2 pi i / T).
+  static std::vector<fft::complex_t<float>> spectrum(int tile, const std::vector<float>& kernel, int kh, int kw);
+
+ private:
+  int tile_;
+  device_buffer<fft::complex_t<float>> spectrum_, table_;
+};
+
+}  // namespace gpuconv::conv
