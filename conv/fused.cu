@@ -66,6 +66,19 @@ std::vector<cf> fused_tiles::spectrum(int tile, const std::vector<float>& kernel
 }
 
 fused_tiles::fused_tiles(int tile, const std::vector<float>& kernel, int kh, int kw) : tile_(tile) {
+#ifdef GPUCONV_FUSED_PERSISTENT  // tuning builds: a grid of this many waves of resident blocks
+  int device = 0, sms = 0, per_sm = 0;
+  GPUCONV_CUDA(cudaGetDevice(&device));
+  GPUCONV_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  dispatch_tile(tile, [&](auto t) {
+    using policy = typename policy_for<decltype(t)::value>::type;
+    if constexpr (policy::shared_memory_bytes > 48 * 1024)
+      GPUCONV_CUDA(cudaFuncSetAttribute(&fused_tile_kernel<policy, float, float>, cudaFuncAttributeMaxDynamicSharedMemorySize, policy::shared_memory_bytes));
+    GPUCONV_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, &fused_tile_kernel<policy, float, float>,
+                                                              policy::block_threads, policy::shared_memory_bytes));
+  });
+  max_grid_ = (long long)std::max(per_sm, 1) * sms * GPUCONV_FUSED_PERSISTENT;
+#endif
   if (!supports(tile)) throw std::invalid_argument("fused_tiles: tile " + std::to_string(tile) + " is not 32, 64 or 128");
   if (kh > tile || kw > tile)
     throw std::invalid_argument("fused_tiles: kernel " + std::to_string(kh) + " x " + std::to_string(kw) +
@@ -93,10 +106,12 @@ void fused_tiles::run(const in_t* in, out_t* out, const tile_map& m, long long t
   if (m.tile_h != tile_ || m.tile_w != tile_)
     throw std::invalid_argument("fused_tiles::run: the map's tiles are not " + std::to_string(tile_) + " square");
   if (total_tiles < 1) return;
+  if (total_tiles >= (1LL << 31))
+    throw std::invalid_argument("fused_tiles::run: " + std::to_string(total_tiles) + " tiles in one launch (at most 2^31 - 1)");
   dispatch_tile(tile_, [&](auto t) {
     using policy = typename policy_for<decltype(t)::value>::type;
     const long long pairs = (total_tiles + 1) / 2;
-    const unsigned grid = (unsigned)std::min<long long>(pairs, 0x7fffffffLL);
+    const unsigned grid = (unsigned)std::min<long long>(pairs, max_grid_);
     fused_tile_kernel<policy, in_t, out_t><<<grid, policy::block_threads, policy::shared_memory_bytes, stream>>>(in, out, m, total_tiles,
                                                                                           spectrum_.data(), table_.data());
     check_launch("fused_tile_kernel");

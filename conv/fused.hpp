@@ -35,6 +35,7 @@ class fused_tiles {
 
  private:
   int tile_;
+  long long max_grid_ = 0x7fffffffLL;  // one block per tile pair
   device_buffer<fft::complex_t<float>> spectrum_, table_;
 };
 

@@ -6,16 +6,16 @@
 // which lets one complex T x T FFT carry two real tiles (a in the real part, b in the
 // imaginary part) with no R2C/C2R packing. Per block, all on chip:
 //   load a and b (boundary rule applied here, no padded copy of the image)
-//   -> row FFTs (block_fft_t over T/P threads per row) -> transpose through shared memory
-//   -> column FFTs -> multiply by the kernel's full spectrum (precomputed, scaled by 1/T^2,
-//      stored [kx][ky] so a column's values are contiguous) -> inverse column FFTs
-//   -> transpose back -> inverse row FFTs -> write the valid outputs of a (real part) and
-//      of b (imaginary part).
+//   -> column FFTs (block_fft_t over T/P threads per column) -> transpose through shared
+//   memory -> row FFTs -> multiply by the kernel's full spectrum (precomputed, scaled by
+//   1/T^2, stored [kx][ky]) -> inverse row FFTs -> transpose back -> inverse column FFTs
+//   -> write the valid outputs of a (real part) and of b (imaginary part).
 // The image is read once (plus the halos, mostly from L2) and the output written once.
 //
-// Shared memory: T lines of T + T/16 complex values (block_fft_t's padded row layout). The
-// same buffer is the per-line scratch of block_fft_t and the transpose buffer; barriers
-// separate every change of role.
+// Shared memory: T lines of T + T/16 + 1 complex values (block_fft_t's padded line, odd).
+// The same buffer is the per-line scratch of block_fft_t and the transpose buffer; barriers
+// separate every change of role. Columns are transformed first, so that the loads and
+// stores run along rows of the image.
 //
 // in_t/out_t: float, uint8_t or uint16_t. Narrow outputs are rounded to nearest (ties to
 // even, as OpenCV's saturate_cast) and saturated, in registers.
@@ -30,13 +30,15 @@ namespace gpuconv::conv {
 
 template <int tile_, int items_>
 struct fused_policy {
-  static_assert(fft::is_pow2(tile_) && fft::is_pow2(items_) && items_ <= tile_ && tile_ / items_ <= 32,
-                "fused_policy: a line's threads must sit in one warp");
+  static_assert(fft::is_pow2(tile_) && fft::is_pow2(items_) && items_ <= tile_ && tile_ >= 32,
+                "fused_policy: tiles of 32 or more, powers of two");
   static constexpr int tile = tile_;
   static constexpr int items_per_thread = items_;
   static constexpr int threads_per_line = tile_ / items_;
   static constexpr int block_threads = tile_ * threads_per_line;
-  static constexpr int line_stride = tile_ + tile_ / 16;  // complex values per padded line
+  // complex values per line in shared memory: block_fft_t's padded line (T + T/16) rounded
+  // up to odd, so that 16 lanes on 16 consecutive lines hit 16 distinct 8-byte banks
+  static constexpr int line_stride = tile_ + tile_ / 16 + 1;
   static constexpr int shared_memory_bytes = tile_ * line_stride * 8;
 };
 
@@ -53,73 +55,82 @@ __device__ GPUCONV_INLINE out_t convert_out(float v) {
   }
 }
 
-// Where tile g starts: its plane and the first input row/column it covers (before the
-// boundary rule), and its first output row/column.
+// Where tile g starts: its plane, its first output pixel and the input coordinates of its
+// element (0, 0) (before the boundary rule).
 struct tile_origin {
   long long plane;
-  long long out_y, out_x;  // first output pixel of the tile
-  long long in_y, in_x;    // input coordinates of tile element (0, 0)
+  long long out_y, out_x;
+  long long in_y, in_x;
 };
 
+// 32-bit divisions: a launch holds fewer than 2^31 tiles (fused_tiles::run checks), and
+// 64-bit division is a long software routine on the GPU.
 __device__ GPUCONV_INLINE tile_origin origin_of(const tile_map& m, long long g) {
-  const long long plane = g / m.tiles_per_plane, t = g - plane * m.tiles_per_plane;
-  const long long ty = t / m.tiles_x, tx = t - ty * m.tiles_x;
-  const long long oy = ty * m.valid_h, ox = tx * m.valid_w;
+  const unsigned per_plane = (unsigned)m.tiles_per_plane, gu = (unsigned)g;
+  const unsigned plane = gu / per_plane, t = gu - plane * per_plane;
+  const unsigned ty = t / (unsigned)m.tiles_x, tx = t - ty * (unsigned)m.tiles_x;
+  const long long oy = (long long)ty * m.valid_h, ox = (long long)tx * m.valid_w;
   return {plane, oy, ox, oy + m.oy - (m.kh - 1), ox + m.ox - (m.kw - 1)};
 }
 
-// Row `u` of tile g, columns t + TL*j (j < I), as floats; 0 for a tile past the end.
+// Column `v` of tile g, rows t + TL*j (j < I), as floats; 0 for a tile past the end.
+// Neighbouring lanes hold neighbouring columns, so each load is one coalesced row segment.
 template <int I, int TL, typename in_t>
-__device__ GPUCONV_INLINE void load_row(const in_t* __restrict__ in, const tile_map& m, long long g, long long total,
-                                        int u, int t, float (&x)[I]) {
+__device__ GPUCONV_INLINE void load_column(const in_t* __restrict__ in, const tile_map& m, long long g, long long total,
+                                           int v, int t, float (&x)[I]) {
   if (g >= total) {
 #pragma unroll
     for (int j = 0; j < I; ++j) x[j] = 0.f;
     return;
   }
   const tile_origin o = origin_of(m, g);
-  const int r = border_index(o.in_y + u, (int)m.height, m.border);
+  const int c = border_index(o.in_x + v, (int)m.width, m.border);
   const float outside = m.border == boundary::constant ? m.constant_value : 0.f;
-  if (r < 0) {
+  if (c < 0) {
 #pragma unroll
     for (int j = 0; j < I; ++j) x[j] = outside;
     return;
   }
-  const in_t* row = in + (o.plane * m.height + r) * m.width;
-  const long long c0 = o.in_x + t;
-  if (o.in_x >= 0 && o.in_x + (I - 1) * TL + TL - 1 < m.width) {  // the whole tile row is inside
+  const in_t* column = in + o.plane * m.height * m.width + c;
+  const long long r0 = o.in_y + t;
+  if (o.in_y >= 0 && o.in_y + I * TL - 1 < m.height) {  // the whole tile column is inside
 #pragma unroll
-    for (int j = 0; j < I; ++j) x[j] = static_cast<float>(__ldg(row + c0 + TL * j));
+    for (int j = 0; j < I; ++j) x[j] = static_cast<float>(__ldg(column + (r0 + TL * j) * m.width));
   } else {
 #pragma unroll
     for (int j = 0; j < I; ++j) {
-      const int c = border_index(c0 + TL * j, (int)m.width, m.border);
-      x[j] = c < 0 ? outside : static_cast<float>(__ldg(row + c));
+      const int r = border_index(r0 + TL * j, (int)m.height, m.border);
+      x[j] = r < 0 ? outside : static_cast<float>(__ldg(column + (long long)r * m.width));
     }
   }
 }
 
-// Writes the valid outputs of row `u` of tile g from x[j] (columns t + TL*j).
+// Writes the valid outputs of column `v` of tile g from x[j] (rows t + TL*j).
 template <int I, int TL, typename out_t>
-__device__ GPUCONV_INLINE void store_row(out_t* __restrict__ out, const tile_map& m, long long g, long long total,
-                                         int u, int t, const float (&x)[I]) {
+__device__ GPUCONV_INLINE void store_column(out_t* __restrict__ out, const tile_map& m, long long g, long long total,
+                                            int v, int t, const float (&x)[I]) {
   if (g >= total) return;
-  const int a = u - (m.kh - 1);
-  if (a < 0) return;
+  const int b = v - (m.kw - 1);
+  if (b < 0) return;
   const tile_origin o = origin_of(m, g);
-  const long long y = o.out_y + a;
-  if (y >= m.out_h) return;
-  out_t* row = out + (o.plane * m.out_h + y) * m.out_w;
+  const long long xo = o.out_x + b;
+  if (xo >= m.out_w) return;
+  out_t* column = out + o.plane * m.out_h * m.out_w + xo;
 #pragma unroll
   for (int j = 0; j < I; ++j) {
-    const int b = t + TL * j - (m.kw - 1);
-    const long long xo = o.out_x + b;
-    if (b >= 0 && xo < m.out_w) row[xo] = convert_out<out_t>(x[j]);
+    const int a = t + TL * j - (m.kh - 1);
+    const long long y = o.out_y + a;
+    if (a >= 0 && y < m.out_h) column[y * m.out_w] = convert_out<out_t>(x[j]);
   }
 }
 
 }  // namespace detail
 
+// Thread layout: line = threadIdx.x % T, t = threadIdx.x / T. Each line (a column of the
+// tile first, then a row) is spread over T/I threads of the same t-stride, one line per
+// lane: loads and stores of a warp cover 32 neighbouring pixels, twiddles (which depend on
+// t alone) are broadcasts, and shared accesses of a warp fall on 32 consecutive lines of
+// odd stride, free of bank conflicts. The price: block_fft_t synchronises the block.
 template <typename policy, typename in_t, typename out_t>
 __global__ void __launch_bounds__(policy::block_threads)
 fused_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_map m, long long total_tiles,
@@ -127,14 +138,12 @@ fused_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_map
   using cf = fft::complex_t<float>;
   constexpr int T = policy::tile, TL = policy::threads_per_line, I = policy::items_per_thread;
   constexpr int stride = policy::line_stride;
-  using forward_t = fft::block_fft_t<T, TL, false>;
-  using inverse_t = fft::block_fft_t<T, TL, true>;
+  using forward_t = fft::block_fft_t<T, TL, false, fft::twiddle_load_late, true>;
+  using inverse_t = fft::block_fft_t<T, TL, true, fft::twiddle_load_late, true>;
   extern __shared__ __align__(16) unsigned char shared_raw[];
   cf* shared = reinterpret_cast<cf*>(shared_raw);
-  // element (line, col) of the transpose buffer; the same padding as block_fft_t's lines
-  auto at = [&](int line, int col) -> cf& { return shared[line * stride + col + (col >> 4)]; };
 
-  const int line = threadIdx.x / TL, t = threadIdx.x % TL;
+  const int line = threadIdx.x % T, t = threadIdx.x / T;
   cf* line_shared = shared + line * stride;
   const long long pairs = (total_tiles + 1) / 2;
   for (long long pair = blockIdx.x; pair < pairs; pair += gridDim.x) {
@@ -142,34 +151,35 @@ fused_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_map
     fft::array_t<cf, I> v;
     {
       float a[I], b[I];
-      detail::load_row<I, TL>(in, m, ga, total_tiles, line, t, a);
-      detail::load_row<I, TL>(in, m, gb, total_tiles, line, t, b);
+      detail::load_column<I, TL>(in, m, ga, total_tiles, line, t, a);
+      detail::load_column<I, TL>(in, m, gb, total_tiles, line, t, b);
       fft::static_for<I>([&](auto j) { v[j.value] = {a[j.value], b[j.value]}; });
     }
-    forward_t::run(v, line_shared, t, table);  // rows: v[j] = X(line, t + TL*j)
+    forward_t::run(v, line_shared, t, table);  // columns: v[j] = X(ky = t + TL*j, x = line)
     __syncthreads();
-    fft::static_for<I>([&](auto j) { at(line, t + TL * j.value) = v[j.value]; });
+    fft::static_for<I>([&](auto j) { line_shared[t + TL * j.value] = v[j.value]; });  // [x][ky]
     __syncthreads();
-    fft::static_for<I>([&](auto j) { v[j.value] = at(t + TL * j.value, line); });  // now line = column kx
+    fft::static_for<I>([&](auto j) { v[j.value] = shared[(t + TL * j.value) * stride + line]; });  // line = ky
     __syncthreads();
-    forward_t::run(v, line_shared, t, table);  // columns: v[j] = X(ky = t + TL*j, kx = line)
-    fft::static_for<I>([&](auto j) { v[j.value] = v[j.value] * fft::load_ro(spectrum + line * T + t + TL * j.value); });
-    __syncwarp();  // the forward pass's shared reads are done before the inverse writes
-    inverse_t::run(v, line_shared, t, table);  // columns back
+    forward_t::run(v, line_shared, t, table);  // rows: v[j] = X(ky = line, kx = t + TL*j)
+    // the kernel's spectrum, [kx][ky]: neighbouring lanes read neighbouring values
+    fft::static_for<I>([&](auto j) { v[j.value] = v[j.value] * fft::load_ro_late(spectrum + (t + TL * j.value) * T + line); });
+    __syncthreads();  // the forward pass's shared reads are done before the inverse writes
+    inverse_t::run(v, line_shared, t, table);  // rows back: v[j] = (ky = line, x = t + TL*j)
     __syncthreads();
-    fft::static_for<I>([&](auto j) { at(t + TL * j.value, line) = v[j.value]; });
+    fft::static_for<I>([&](auto j) { shared[(t + TL * j.value) * stride + line] = v[j.value]; });  // [x][ky]
     __syncthreads();
-    fft::static_for<I>([&](auto j) { v[j.value] = at(line, t + TL * j.value); });
+    fft::static_for<I>([&](auto j) { v[j.value] = line_shared[t + TL * j.value]; });  // line = x
     __syncthreads();
-    inverse_t::run(v, line_shared, t, table);  // rows back: v[j] = y(line, t + TL*j)
+    inverse_t::run(v, line_shared, t, table);  // columns back: v[j] = y(t + TL*j, line)
     {
       float a[I], b[I];
       fft::static_for<I>([&](auto j) {
         a[j.value] = v[j.value].re;
         b[j.value] = v[j.value].im;
       });
-      detail::store_row<I, TL>(out, m, ga, total_tiles, line, t, a);
-      detail::store_row<I, TL>(out, m, gb, total_tiles, line, t, b);
+      detail::store_column<I, TL>(out, m, ga, total_tiles, line, t, a);
+      detail::store_column<I, TL>(out, m, gb, total_tiles, line, t, b);
     }
     __syncthreads();  // the line scratch is reused by the next pair
   }

@@ -11,14 +11,17 @@
 // (a + a/16), which keeps the strided pass writes and the row-interleaved reads of a
 // half-warp on distinct banks for P = 16.
 // Twiddles W_n^e (n = 2N) come from the plan's table, computed in double on the host; the
-// inverse conjugates them through special_mul<inverse>.
+// inverse conjugates them through special_mul<inverse>; twiddle_load says how they are read
+// (twiddle_load_late for kernels that cannot afford to keep them in registers).
 #pragma once
 #include "../device/memory.cuh"
 #include "../thread/fft.hpp"
 
 namespace gpuconv::fft {
 
-template <int N, int T, bool inverse>
+// rows_across_warps: the T threads of a row are not lanes of one warp (a kernel that puts
+// one row per lane, for coalesced loads); the passes then synchronise the whole block.
+template <int N, int T, bool inverse, typename twiddle_load = twiddle_load_ro, bool rows_across_warps = false>
 struct block_fft_t {
   static_assert(is_pow2(N) && is_pow2(T) && T >= 1 && T <= N, "block_fft_t: bad shape");
   static constexpr int threads_per_row = T;
@@ -34,7 +37,7 @@ struct block_fft_t {
   static __device__ GPUCONV_INLINE int padded(int a) { return a + (a >> 4); }
 
   static __device__ GPUCONV_INLINE void sync() {
-    if constexpr (T <= 32) __syncwarp(); else __syncthreads();
+    if constexpr (T <= 32 && !rows_across_warps) __syncwarp(); else __syncthreads();
   }
 
   // On entry v[m] = x[t + T*m]; on exit v[m] = X[t + T*m]. Every thread of the block calls it.
@@ -70,7 +73,7 @@ struct block_fft_t {
         if constexpr (rr == 0) {
           y[0] = w[u.value * R];
         } else {
-          y[rr] = special_mul<inverse>(w[u.value * R + rr], load_ro(table + j * rr * tw_step));
+          y[rr] = special_mul<inverse>(w[u.value * R + rr], twiddle_load::load(table + j * rr * tw_step));
         }
       });
       y = fft_t<float, R, inverse>{}(y);
