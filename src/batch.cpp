@@ -134,7 +134,7 @@ std::vector<batch_item> plan_batch(const fs::path& in_dir, const fs::path& out_d
     if (!options.format.empty()) out.replace_extension(options.format);
     auto fail = [&](const std::string& why) {
       ++report.failed;
-      report.failures.push_back({in.string(), why});
+      report.failures.push_back({in.string(), "input '" + in.string() + "': " + why});
     };
     const fs::path out_canonical_path = fs::weakly_canonical(out, ec);
     if (input_set.count(out_canonical_path)) {
@@ -164,7 +164,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   const int jobs = options.jobs > 0 ? options.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
   {
     std::lock_guard lock(report_mutex);
-    for (const auto& f : report.failures) log << "gpuconv: " << f.file << ": " << f.reason << "\n";
+    for (const auto& f : report.failures) log << "gpuconv: " << f.reason << "\n";
   }
 
   std::atomic<bool> stop{false};
@@ -174,13 +174,16 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
     ++report.failed;
     report.failures.push_back({items[i].input.string(), why});
     if (progress) log << "\r\033[K";
-    log << "gpuconv: " << items[i].input.string() << ": " << why << "\n";
+    log << "gpuconv: " << why << "\n";
     if (options.stop_on_error) stop = true;
     ++finished;
   };
-  auto describe = [](const std::exception& e) {
-    std::string what = e.what();
-    return what;
+  // The reason, naming the file (the app layer's messages already do; the conv layer's do not).
+  auto describe = [&](std::size_t i, const std::exception& e) {
+    const std::string what = e.what();
+    if (what.find(items[i].input.string()) != std::string::npos || what.find(items[i].output.string()) != std::string::npos)
+      return what;
+    return "input '" + items[i].input.string() + "': " + what;
   };
 
   const convolve_settings settings = c ? c->settings() : convolve_settings{};
@@ -197,7 +200,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
         else
           decoded.push(work{i, std::move(m)});
       } catch (const std::exception& e) {
-        record_failure(i, describe(e));
+        record_failure(i, describe(i, e));
       }
     }
     if (--decoders_left == 0) decoded.close();
@@ -209,7 +212,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
         if (c) c->run(std::get<planar_image>(w->image));
         convolved.push(std::move(*w));
       } catch (const std::exception& e) {
-        record_failure(w->index, describe(e));
+        record_failure(w->index, describe(w->index, e));
       }
     }
     convolved.close();
@@ -232,7 +235,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
         check_output_format(item.output, out.depth(), out.channels());
         std::error_code ec;
         fs::create_directories(item.output.parent_path(), ec);
-        write_image_atomic(item.output, for_writing(item.output, out), options.existing == existing_policy::overwrite);
+        write_output(item.output, out, options.existing == existing_policy::overwrite);
         std::lock_guard lock(report_mutex);
         ++report.done;
         ++finished;
@@ -242,7 +245,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
         }
       } catch (const std::exception& e) {
         if (interrupted()) continue;  // dropped by the interrupt, not a failure of the file
-        record_failure(w->index, describe(e));
+        record_failure(w->index, describe(w->index, e));
       }
     }
   };
@@ -301,7 +304,7 @@ void print_summary(const batch_report& r, bool quiet, std::ostream& log) {
         << (r.clipped_files == 1 ? "" : "s") << "\n";
   if (r.failed) {
     log << "gpuconv: failed files:\n";
-    for (const auto& f : r.failures) log << "  " << f.file << ": " << f.reason << "\n";
+    for (const auto& f : r.failures) log << "  " << f.reason << "\n";
   }
 }
 

@@ -37,7 +37,7 @@ int run_convolve(const cli_options& o, std::ostream& err) {
   convolver c(std::move(k), s);
   const output_image result = convolve_image(image, c);
   if (interrupted()) return interrupt_exit_code();
-  write_image_atomic(out, for_writing(out, result.image));
+  write_output(out, result.image);
   if (interrupted()) return interrupt_exit_code();
   if (result.clipped && !o.quiet) err << "gpuconv: " << result.clipped << " pixels clipped\n";
   return exit_ok;

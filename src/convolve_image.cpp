@@ -65,6 +65,10 @@ long long interleave(const planar_image& p, const convolve_settings& s, cv::Mat&
   const std::size_t area = std::size_t(p.out_h) * p.out_w;
   const double a_max = alpha_max(p.input_depth);
   const bool scale_alpha = p.alpha == alpha_mode::separate;
+  // Alpha at or below this is transparent: colour 0. For integer outputs, an alpha that rounds
+  // to 0; for float, the FFT's noise floor (~1e-6 of full scale), below which colour / alpha
+  // would only amplify rounding noise.
+  const double transparent = std::is_floating_point_v<T> ? 1e-6 * a_max : 0.5;
   long long clipped = 0;
   std::vector<int> alpha_cols;
   if (p.alpha == alpha_mode::keep && p.has_alpha) {
@@ -88,7 +92,7 @@ long long interleave(const planar_image& p, const convolve_settings& s, cv::Mat&
                                          : p.kept_alpha[std::size_t(alpha_row) * p.width + col];
         } else {
           a = p.result[p.colour * area + base + x];
-          if (p.alpha == alpha_mode::premultiply) unpremultiply = a > 0 ? a_max / a : 0;
+          if (p.alpha == alpha_mode::premultiply) unpremultiply = a > transparent ? a_max / a : 0;
         }
         px[c - 1] = to_stored<T>(scale_alpha ? s.scale * a + s.offset : a, clip);
       }

@@ -9,6 +9,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "atomic_write.hpp"
 #include "errors.hpp"
 #include "kernel_io.hpp"
 
@@ -92,13 +93,24 @@ void check_output_format(const fs::path& file, int cv_depth, int channels) {
     throw usage_error(name + ": PFM holds 1 or 3 channels, not " + std::to_string(channels));
 }
 
-cv::Mat for_writing(const fs::path& file, const cv::Mat& image) {
-  if (image.channels() != 2 || ext_in(file, {".tif", ".tiff"})) return image;
+cv::Mat for_writing(const cv::Mat& image) {
+  if (image.channels() != 2) return image;
   std::vector<cv::Mat> ga;
   cv::split(image, ga);
   cv::Mat bgra;
   cv::merge(std::vector<cv::Mat>{ga[0], ga[0], ga[0], ga[1]}, bgra);
   return bgra;
+}
+
+std::vector<int> write_params(const fs::path& file, const cv::Mat& image) {
+  constexpr int tiff_lzw = 5;  // libtiff's COMPRESSION_LZW
+  if (image.depth() == CV_32F && ext_in(file, {".tif", ".tiff"})) return {cv::IMWRITE_TIFF_COMPRESSION, tiff_lzw};
+  return {};
+}
+
+void write_output(const fs::path& file, const cv::Mat& image, bool overwrite) {
+  const cv::Mat m = for_writing(image);
+  write_image_atomic(file, m, overwrite, write_params(file, m));
 }
 
 }  // namespace gpuconv::app

@@ -4,6 +4,7 @@
 #pragma once
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <opencv2/core.hpp>
 
@@ -26,9 +27,16 @@ double alpha_max(int cv_depth);
 // `channels` (PFM: 1 or 3), rather than letting OpenCV convert silently.
 void check_output_format(const std::filesystem::path& file, int cv_depth, int channels);
 
-// The image as it goes to cv::imwrite for `file`: unchanged, except that a 2-channel
-// (gray + alpha) image becomes BGRA for formats other than TIFF, which cannot store it.
-cv::Mat for_writing(const std::filesystem::path& file, const cv::Mat& image);
+// The image as it goes to cv::imwrite: unchanged, except that a 2-channel (gray + alpha)
+// image becomes BGRA (gray copied to B, G, R): cv::imwrite takes 1, 3 or 4 channels only.
+cv::Mat for_writing(const cv::Mat& image);
+
+// cv::imwrite parameters for `file`: float TIFF is written with LZW compression, because
+// OpenCV's default for 3-channel float TIFF is SGILOG (LogLuv), which is lossy.
+std::vector<int> write_params(const std::filesystem::path& file, const cv::Mat& image);
+
+// for_writing + write_params + write_image_atomic: how every output image is written.
+void write_output(const std::filesystem::path& file, const cv::Mat& image, bool overwrite = true);
 
 std::string depth_name(int cv_depth);
 

@@ -6,6 +6,7 @@
 #include <cfloat>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <optional>
 
@@ -51,7 +52,13 @@ std::optional<double> parse_number(const std::string& token) {
   }
   double v = 0;
   const auto [end, ec] = std::from_chars(first, last, v);
-  if (ec == std::errc::result_out_of_range && end == last) return HUGE_VAL;  // reported as out of range
+  if (ec == std::errc::result_out_of_range && end == last) {
+    // overflow: a finite value beyond the float range (reported as such); underflow: strtod's
+    // tiny or zero value (the token is a well-formed number)
+    const double strtod_value = std::strtod(token.c_str(), nullptr);
+    if (std::isinf(strtod_value)) return std::copysign(DBL_MAX, strtod_value);
+    return strtod_value;
+  }
   if (ec != std::errc() || end != last) return std::nullopt;
   return v;
 }

@@ -35,7 +35,7 @@ bool is_image_extension(const std::filesystem::path& file);
 kernel resolve_kernel(const std::string& arg);
 
 // One number token, locale-independent (std::from_chars), a leading '+' accepted; nullopt
-// unless the whole token is a number. Out-of-range magnitudes come back as HUGE_VAL.
+// unless the whole token is a number. Magnitudes beyond double come back as +-DBL_MAX.
 std::optional<double> parse_number(const std::string& token);
 
 std::string to_lower(std::string s);
