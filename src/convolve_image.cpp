@@ -1,6 +1,7 @@
 #include "convolve_image.hpp"
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -11,120 +12,62 @@ namespace gpuconv::app {
 
 namespace {
 
-template <typename T>
-void deinterleave(const cv::Mat& m, planar_image& p) {
-  const int c = p.channels;
-  const std::size_t area = std::size_t(p.height) * p.width;
-  const float inv_max = float(1.0 / alpha_max(p.input_depth));
-  const bool premultiply = p.has_alpha && p.alpha == alpha_mode::premultiply;
-  const bool keep = p.has_alpha && p.alpha == alpha_mode::keep;
-  for (int y = 0; y < p.height; ++y) {
-    const T* row = m.ptr<T>(y);
-    const std::size_t base = std::size_t(y) * p.width;
-    for (int x = 0; x < p.width; ++x) {
-      const T* px = row + std::size_t(x) * c;
-      const float a = p.has_alpha ? float(px[c - 1]) : 1.f;
-      const float weight = premultiply ? a * inv_max : 1.f;
-      for (int ch = 0; ch < p.colour; ++ch) p.planes[ch * area + base + x] = float(px[ch]) * weight;
-      if (keep)
-        p.kept_alpha[base + x] = a;
-      else if (p.has_alpha)
-        p.planes[p.colour * area + base + x] = a;
-    }
-  }
+// A cv::Mat header over one plane of a planar buffer (no copy).
+cv::Mat plane_view(std::vector<float>& buffer, int plane, long long rows, long long cols) {
+  return cv::Mat(int(rows), int(cols), CV_32F, buffer.data() + std::size_t(plane) * rows * cols);
 }
 
-// Rounds half to even (lrint, default rounding mode, as cvRound) and saturates to T; sets
-// `clipped` when the rounded value was outside T's range (NaN counts as clipped, gives 0).
-template <typename T>
-T to_stored(double v, bool& clipped) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return T(v);
-  } else {
-    constexpr double lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
-    if (std::isnan(v)) {
-      clipped = true;
-      return 0;
-    }
-    const double r = std::nearbyint(v);
-    if (r < lo) {
-      clipped = true;
-      return T(lo);
-    }
-    if (r > hi) {
-      clipped = true;
-      return T(hi);
-    }
-    return T(r);
-  }
-}
-
-template <typename T>
-long long interleave(const planar_image& p, const convolve_settings& s, cv::Mat& out) {
-  const int c = p.channels;
-  const std::size_t area = std::size_t(p.out_h) * p.out_w;
-  const double a_max = alpha_max(p.input_depth);
-  const bool scale_alpha = p.alpha == alpha_mode::separate;
-  // Alpha at or below this is transparent: colour 0. For integer outputs, an alpha that rounds
-  // to 0; for float, the FFT's noise floor (~1e-6 of full scale), below which colour / alpha
-  // would only amplify rounding noise.
-  const double transparent = std::is_floating_point_v<T> ? 1e-6 * a_max : 0.5;
+// Pixels with at least one channel whose value rounds outside [0, top] (NaN included); the
+// rounding is cvRound's (half to even), so v < -0.5 and v >= top + 0.5 are the clipped values.
+long long count_clipped(const std::vector<cv::Mat>& planes, double top) {
+  const int rows = planes[0].rows, cols = planes[0].cols;
+  const float lo = -0.5f, hi = float(top + 0.5);
   long long clipped = 0;
-  std::vector<int> alpha_cols;
-  if (p.alpha == alpha_mode::keep && p.has_alpha) {
-    alpha_cols.resize(p.out_w);
-    for (long long x = 0; x < p.out_w; ++x)
-      alpha_cols[x] = conv::border_index(x + p.shift_x, p.width, s.semantics.border);
-  }
-  for (long long y = 0; y < p.out_h; ++y) {
-    T* row = out.ptr<T>(int(y));
-    const std::size_t base = std::size_t(y) * p.out_w;
-    const int alpha_row = alpha_cols.empty() ? 0 : conv::border_index(y + p.shift_y, p.height, s.semantics.border);
-    for (long long x = 0; x < p.out_w; ++x) {
-      T* px = row + std::size_t(x) * c;
-      bool clip = false;
-      double unpremultiply = 1;
-      if (p.has_alpha) {
-        double a;
-        if (p.alpha == alpha_mode::keep) {
-          const int col = alpha_cols[x];
-          a = (alpha_row < 0 || col < 0) ? s.semantics.constant_value * (s.semantics.border == conv::boundary::constant)
-                                         : p.kept_alpha[std::size_t(alpha_row) * p.width + col];
-        } else {
-          a = p.result[p.colour * area + base + x];
-          if (p.alpha == alpha_mode::premultiply) unpremultiply = a > transparent ? a_max / a : 0;
-        }
-        px[c - 1] = to_stored<T>(scale_alpha ? s.scale * a + s.offset : a, clip);
-      }
-      for (int ch = 0; ch < p.colour; ++ch)
-        px[ch] = to_stored<T>(s.scale * (double(p.result[ch * area + base + x]) * unpremultiply) + s.offset, clip);
-      clipped += clip;
+  std::vector<unsigned char> flag(static_cast<std::size_t>(cols));
+  for (int y = 0; y < rows; ++y) {
+    std::fill(flag.begin(), flag.end(), 0);
+    for (const cv::Mat& plane : planes) {
+      const float* v = plane.ptr<float>(y);
+      for (int x = 0; x < cols; ++x) flag[x] |= !(v[x] >= lo && v[x] < hi);
     }
+    for (int x = 0; x < cols; ++x) clipped += flag[x];
   }
   return clipped;
 }
 
 }  // namespace
 
+// Interleaved -> float planes with OpenCV's vectorised primitives: split, convertTo (stored units,
+// no scaling) into headers over the planar buffers, multiply for premultiplication.
 planar_image to_planes(const cv::Mat& image, alpha_mode alpha) {
   planar_image p;
   p.height = image.rows;
   p.width = image.cols;
   p.channels = image.channels();
   p.input_depth = image.depth();
+  if (p.input_depth != CV_8U && p.input_depth != CV_16U && p.input_depth != CV_32F)
+    throw input_error("image: " + depth_name(p.input_depth) + " samples are not supported");
   p.has_alpha = p.channels == 2 || p.channels == 4;
   p.colour = p.has_alpha ? p.channels - 1 : p.channels;
   p.alpha = alpha;
-  p.conv_planes = p.colour + (p.has_alpha && alpha != alpha_mode::keep);
-  const std::size_t area = std::size_t(p.height) * p.width;
-  p.planes.resize(area * p.conv_planes);
-  if (p.has_alpha && alpha == alpha_mode::keep) p.kept_alpha.resize(area);
-  switch (p.input_depth) {
-    case CV_8U: deinterleave<std::uint8_t>(image, p); break;
-    case CV_16U: deinterleave<std::uint16_t>(image, p); break;
-    case CV_32F: deinterleave<float>(image, p); break;
-    default: throw input_error("image: " + depth_name(p.input_depth) + " samples are not supported");
-  }
+  const bool keep = p.has_alpha && alpha == alpha_mode::keep;
+  p.conv_planes = p.colour + (p.has_alpha && !keep);
+  p.planes.resize(std::size_t(p.height) * p.width * p.conv_planes);
+  if (keep) p.kept_alpha.resize(std::size_t(p.height) * p.width);
+
+  std::vector<cv::Mat> views;
+  for (int c = 0; c < p.colour; ++c) views.push_back(plane_view(p.planes, c, p.height, p.width));
+  if (p.has_alpha) views.push_back(keep ? plane_view(p.kept_alpha, 0, p.height, p.width)
+                                        : plane_view(p.planes, p.colour, p.height, p.width));
+  // split in the stored depth (a quarter of the bytes for 8-bit), then convert each plane
+  // into its view; convertTo keeps a destination of the right size and type in place
+  std::vector<cv::Mat> stored;
+  cv::split(image, stored);
+  for (int c = 0; c < p.channels; ++c) stored[c].convertTo(views[c], CV_32F);
+  if (views[0].data != reinterpret_cast<uchar*>(p.planes.data()))
+    throw std::logic_error("to_planes: convertTo reallocated its output");
+  if (p.has_alpha && alpha == alpha_mode::premultiply)
+    for (int c = 0; c < p.colour; ++c) cv::multiply(views[c], views[p.colour], views[c], 1.0 / alpha_max(p.input_depth));
   return p;
 }
 
@@ -171,15 +114,59 @@ void convolver::run(planar_image& p) {
   p.planes = {};  // release the input early: the batch pipeline holds many images
 }
 
+// Float planes -> the output image: unpremultiply, out = S * conv + B (in float), merge,
+// then convertTo the output depth (cvRound: half to even, saturate), clipped pixels counted.
 output_image from_planes(planar_image& p, const convolve_settings& s) {
   output_image out;
   const int depth = output_cv_depth(s.depth, p.input_depth);
-  out.image.create(int(p.out_h), int(p.out_w), CV_MAKETYPE(depth, p.channels));
-  switch (depth) {
-    case CV_8U: out.clipped = interleave<std::uint8_t>(p, s, out.image); break;
-    case CV_16U: out.clipped = interleave<std::uint16_t>(p, s, out.image); break;
-    default: out.clipped = interleave<float>(p, s, out.image); break;
+  const long long rows = p.out_h, cols = p.out_w;
+  const std::size_t area = std::size_t(rows) * cols;
+  const float scale = float(s.scale), offset = float(s.offset);
+  const bool affine = s.scale != 1 || s.offset != 0;
+  const float a_max = float(alpha_max(p.input_depth));
+  // Alpha at or below this is transparent: colour 0. For integer outputs, an alpha that
+  // rounds to 0; for float, the FFT's noise floor (~1e-6 of full scale), below which
+  // colour / alpha would only amplify rounding noise.
+  const float transparent = depth == CV_32F ? 1e-6f * a_max : 0.5f;
+
+  std::vector<cv::Mat> planes;
+  for (int c = 0; c < p.conv_planes; ++c) planes.push_back(plane_view(p.result, c, rows, cols));
+  if (p.has_alpha && p.alpha == alpha_mode::premultiply) {
+    const float* a = p.result.data() + std::size_t(p.colour) * area;
+    for (int c = 0; c < p.colour; ++c) {
+      float* v = p.result.data() + std::size_t(c) * area;
+      for (std::size_t i = 0; i < area; ++i) v[i] = (a[i] > transparent ? v[i] * (a_max / a[i]) : 0.f) * scale + offset;
+    }
+  } else if (affine) {
+    const int scaled = p.alpha == alpha_mode::separate ? p.conv_planes : p.colour;
+    for (int c = 0; c < scaled; ++c) {
+      float* v = p.result.data() + std::size_t(c) * area;
+      for (std::size_t i = 0; i < area; ++i) v[i] = v[i] * scale + offset;
+    }
   }
+  if (p.has_alpha && p.alpha == alpha_mode::keep) {
+    if (p.shift_y == 0 && p.shift_x == 0 && rows == p.height && cols == p.width) {
+      planes.push_back(plane_view(p.kept_alpha, 0, rows, cols));
+    } else {  // 'full' / 'valid': the input alpha under the kernel's centre, through the boundary
+      cv::Mat a(int(rows), int(cols), CV_32F);
+      const float outside = s.semantics.border == conv::boundary::constant ? s.semantics.constant_value : 0.f;
+      for (long long y = 0; y < rows; ++y) {
+        const int r = conv::border_index(y + p.shift_y, p.height, s.semantics.border);
+        for (long long x = 0; x < cols; ++x) {
+          const int c = conv::border_index(x + p.shift_x, p.width, s.semantics.border);
+          a.at<float>(int(y), int(x)) = (r < 0 || c < 0) ? outside : p.kept_alpha[std::size_t(r) * p.width + c];
+        }
+      }
+      planes.push_back(a);
+    }
+  }
+  if (depth != CV_32F) out.clipped = count_clipped(planes, depth == CV_8U ? 255.0 : 65535.0);
+  cv::Mat interleaved;
+  cv::merge(planes, interleaved);
+  if (depth == CV_32F)
+    out.image = interleaved;
+  else
+    interleaved.convertTo(out.image, depth);
   return out;
 }
 
