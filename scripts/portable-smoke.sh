@@ -1,23 +1,24 @@
 #!/usr/bin/env bash
 # Smoke test of a portable gpuconv binary (scripts/build-portable.sh) on a machine that has
 # no OpenCV: checks that it links nothing but glibc, then runs --version, one single-image
-# job and one batch job on the sample images in tests/data (PNG, JPEG, 16-bit TIFF), with
+# job and one recursive batch job on the sample images in data/images (8- and 16-bit PNG,
+# RGBA PNG, JPEG, float TIFF, one in a subfolder) with a kernel file from data/kernels, with
 # --device ${DEVICE:-auto}, and checks exit codes and outputs (present, non-empty, with the
 # signature of their format).
 #
 #   scripts/portable-smoke.sh path/to/gpuconv
 #
-# Environment: DEVICE (auto, cuda, cpu; default auto), KERNEL (default gaussian:1),
-# DATA_DIR (default: tests/data beside this script), WORK (work folder; default a fresh
+# Environment: DEVICE (auto, cuda, cpu; default auto), KERNEL (a named kernel or a file;
+# default data/kernels/binomial5.txt with --normalize), DATA_DIR (default: data/ beside
+# scripts/), WORK (work folder; default a fresh
 # temporary one, removed on success). The binary runs from a copy in the work folder with
 # a bare environment (env -i, no LD_LIBRARY_PATH), so it cannot reach the build tree.
 set -uo pipefail
 
 [ $# -eq 1 ] || { echo "usage: $0 path/to/gpuconv" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
-data=${DATA_DIR:-$here/../tests/data}
+data=${DATA_DIR:-$here/../data}
 device=${DEVICE:-auto}
-kernel=${KERNEL:-gaussian:1}
 work=${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/gpuconv-smoke.XXXXXX")}
 mkdir -p "$work/in" "$work/out"
 failures=0
@@ -27,10 +28,15 @@ fail() { echo "FAIL  $*"; failures=$((failures + 1)); }
 [ -f "$1" ] || { echo "no binary at $1" >&2; exit 2; }
 bin="$work/gpuconv"
 cp "$1" "$bin" && chmod +x "$bin"
-for f in smoke-rgb.png smoke-gray.jpg smoke-rgb16.tif; do
-  [ -f "$data/$f" ] || { echo "missing sample image $data/$f (set DATA_DIR)" >&2; exit 2; }
-  cp "$data/$f" "$work/in/"
-done
+[ -d "$data/images" ] && [ -f "$data/images/chart.png" ] || { echo "no sample images in $data/images (set DATA_DIR)" >&2; exit 2; }
+cp -R "$data/images/." "$work/in/"
+(cd "$work/in" && find . -type f | sed 's|^\./||' | sort) >"$work/inputs.txt"
+if [ -n "${KERNEL:-}" ]; then
+  kernel=$KERNEL; kernel_options=()
+else
+  cp "$data/kernels/binomial5.txt" "$work/binomial5.txt"
+  kernel="$work/binomial5.txt"; kernel_options=(--normalize)
+fi
 
 # The bare environment every run gets.
 run() { env -i PATH=/usr/bin:/bin HOME="$work" "$bin" "$@"; }
@@ -42,7 +48,7 @@ signature_ok() {
   case "$1" in
     *.png) [ "$head" = 89504e47 ] ;;
     *.jpg) [ "${head:0:4}" = ffd8 ] ;;
-    *.tif) [ "$head" = 49492a00 ] || [ "$head" = 4d4d002a ] ;;
+    *.tif|*.tiff) [ "$head" = 49492a00 ] || [ "$head" = 4d4d002a ] ;;
     *) return 1 ;;
   esac
 }
@@ -71,17 +77,17 @@ else fail "links more than glibc: $(echo $unexpected)"; fi
 echo "== gpuconv --version"
 if version=$(run --version); then pass "--version: $version"; else fail "--version (exit $?)"; fi
 
-echo "== single image: gpuconv in/smoke-rgb.png $kernel out/single.png --device $device"
-run "$work/in/smoke-rgb.png" "$kernel" "$work/out/single.png" --device "$device"
+echo "== single image: gpuconv in/chart.png ${kernel##*/} out/single.png ${kernel_options[*]} --device $device"
+run "$work/in/chart.png" "$kernel" "$work/out/single.png" "${kernel_options[@]}" --device "$device"
 rc=$?
 if [ $rc -eq 0 ]; then pass "single image (exit 0)"; else fail "single image (exit $rc)"; fi
 check_output "$work/out/single.png"
 
-echo "== batch: gpuconv batch in $kernel out/batch --device $device"
-run batch "$work/in" "$kernel" "$work/out/batch" --device "$device"
+echo "== batch: gpuconv batch in ${kernel##*/} out/batch --recursive ${kernel_options[*]} --device $device"
+run batch "$work/in" "$kernel" "$work/out/batch" --recursive "${kernel_options[@]}" --device "$device"
 rc=$?
 if [ $rc -eq 0 ]; then pass "batch (exit 0)"; else fail "batch (exit $rc)"; fi
-for f in smoke-rgb.png smoke-gray.jpg smoke-rgb16.tif; do check_output "$work/out/batch/$f"; done
+while read -r f; do check_output "$work/out/batch/$f"; done <"$work/inputs.txt"
 
 if [ $failures -eq 0 ]; then
   echo "== portable smoke: all passed (device $device)"
