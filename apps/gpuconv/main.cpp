@@ -1,0 +1,40 @@
+// gpuconv: the command-line tool. Parsing and the commands live in the app layer (src/);
+// this main only installs the interrupt handlers and turns every exception into one line
+// on stderr and an exit code (README "Errors and exit codes").
+#include <exception>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "errors.hpp"
+#include "interrupt.hpp"
+
+int main(int argc, char** argv) {
+  namespace app = gpuconv::app;
+  try {
+    app::install_interrupt_handlers();
+    cv::setNumThreads(0);  // OpenCV's own threads would compete with ours; our threads are the parallelism
+    const app::cli_options o = app::parse_cli(std::vector<std::string>(argv + 1, argv + argc));
+    return app::run_command(o, std::cout, std::cerr);
+  } catch (const app::error& e) {
+    std::cerr << "gpuconv: error: " << e.what() << "\n";
+    return e.code();
+  } catch (const std::invalid_argument& e) {  // the convolution layer's validation, e.g. 'valid' with a large kernel
+    std::cerr << "gpuconv: error: " << e.what() << "\n";
+    return app::exit_usage;
+  } catch (const cv::Exception& e) {
+    std::cerr << "gpuconv: error: OpenCV: " << e.err << "\n";
+    return app::exit_failure;
+  } catch (const std::exception& e) {
+    std::cerr << "gpuconv: error: " << e.what() << "\n";
+    return app::exit_failure;
+  } catch (...) {
+    std::cerr << "gpuconv: error: unknown exception\n";
+    return app::exit_failure;
+  }
+}

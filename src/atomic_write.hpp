@@ -1,0 +1,21 @@
+// Output files appear whole or not at all. The image is encoded by cv::imwrite into a temp
+// file in the output's directory whose name keeps the extension (OpenCV picks the codec
+// from it), `.NAME.gpuconv-tmp-PID-N.EXT`, fsync'ed, then moved onto the output name:
+// rename(2) when overwriting is allowed, link(2) + unlink(2) otherwise, so that a file that
+// appeared in the meantime is never replaced. On any failure, or when an interrupt arrived
+// before the move, the temp file is removed and output_error is thrown.
+#pragma once
+#include <filesystem>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+namespace gpuconv::app {
+
+void write_image_atomic(const std::filesystem::path& out, const cv::Mat& image, bool overwrite = true,
+                        const std::vector<int>& params = {});
+
+// True for names write_image_atomic uses for its temp files (tests look for leftovers).
+bool is_temp_name(const std::filesystem::path& file);
+
+}  // namespace gpuconv::app

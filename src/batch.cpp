@@ -1,0 +1,316 @@
+#include "batch.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <iomanip>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <variant>
+
+#include "atomic_write.hpp"
+#include "errors.hpp"
+#include "image_io.hpp"
+#include "interrupt.hpp"
+#include "kernel_io.hpp"
+
+namespace gpuconv::app {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A blocking queue of bounded size; close() ends the consumers once it has drained.
+template <typename T>
+class bounded_queue {
+ public:
+  explicit bounded_queue(std::size_t capacity) : capacity_(std::max<std::size_t>(1, capacity)) {}
+
+  void push(T item) {
+    std::unique_lock lock(mutex_);
+    not_full_.wait(lock, [&] { return items_.size() < capacity_; });
+    items_.push_back(std::move(item));
+    not_empty_.notify_one();
+  }
+
+  std::optional<T> pop() {
+    std::unique_lock lock(mutex_);
+    not_empty_.wait(lock, [&] { return !items_.empty() || closed_; });
+    if (items_.empty()) return std::nullopt;
+    T item = std::move(items_.front());
+    items_.pop_front();
+    not_full_.notify_one();
+    return item;
+  }
+
+  void close() {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+    not_empty_.notify_all();
+  }
+
+ private:
+  std::size_t capacity_;
+  std::deque<T> items_;
+  bool closed_ = false;
+  std::mutex mutex_;
+  std::condition_variable not_full_, not_empty_;
+};
+
+// Decoded image on its way: the cv::Mat itself for --io-only, float planes otherwise.
+struct work {
+  std::size_t index;
+  std::variant<cv::Mat, planar_image> image;
+};
+
+bool has_extension(const fs::path& p, const std::vector<std::string>& extensions) {
+  const std::string ext = to_lower(p.extension().string());
+  return std::find(extensions.begin(), extensions.end(), ext) != extensions.end();
+}
+
+std::string format_duration(double s) {
+  if (!(s >= 0) || s > 99 * 3600) return "--:--";
+  const long t = long(s + 0.5);
+  char buf[32];
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<batch_item> plan_batch(const fs::path& in_dir, const fs::path& out_dir, const batch_options& options,
+                                   batch_report& report) {
+  std::error_code ec;
+  if (!fs::is_directory(in_dir, ec)) throw usage_error("IN_DIR '" + in_dir.string() + "' is not a directory");
+  if (fs::exists(out_dir, ec) && !fs::is_directory(out_dir, ec))
+    throw usage_error("OUT_DIR '" + out_dir.string() + "' exists and is not a directory");
+  if (fs::exists(out_dir, ec) && fs::equivalent(in_dir, out_dir, ec))
+    throw usage_error("OUT_DIR must differ from IN_DIR ('" + out_dir.string() + "')");
+  const auto extensions = options.extensions.empty() ? default_extensions() : options.extensions;
+  const fs::path out_canonical = fs::weakly_canonical(out_dir, ec);
+
+  std::vector<fs::path> inputs;
+  auto consider = [&](const fs::directory_entry& e) {
+    std::error_code e2;
+    if (e.is_directory(e2) || is_temp_name(e.path()) || !has_extension(e.path(), extensions)) return;
+    inputs.push_back(e.path());  // also dangling links and unreadable files: reported later
+  };
+  try {
+    if (options.recursive) {
+      fs::recursive_directory_iterator it(in_dir, fs::directory_options::skip_permission_denied), end;
+      for (; it != end; it.increment(ec)) {
+        if (ec) throw fs::filesystem_error("scanning", in_dir, ec);
+        std::error_code e2;
+        if (it->is_directory(e2) && fs::weakly_canonical(it->path(), e2) == out_canonical) {
+          it.disable_recursion_pending();  // OUT_DIR inside IN_DIR: never reprocess outputs
+          continue;
+        }
+        consider(*it);
+      }
+    } else {
+      for (const auto& e : fs::directory_iterator(in_dir)) consider(e);
+    }
+  } catch (const fs::filesystem_error& e) {
+    throw input_error("IN_DIR '" + in_dir.string() + "': " + e.code().message());
+  }
+  std::sort(inputs.begin(), inputs.end());
+
+  std::set<fs::path> input_set;
+  for (const auto& p : inputs) input_set.insert(fs::weakly_canonical(p, ec));
+  std::set<fs::path> outputs;
+  std::vector<batch_item> items;
+  report.total = int(inputs.size());
+  for (const auto& in : inputs) {
+    fs::path out = out_dir / (options.recursive ? fs::relative(in, in_dir) : in.filename());
+    if (!options.format.empty()) out.replace_extension(options.format);
+    auto fail = [&](const std::string& why) {
+      ++report.failed;
+      report.failures.push_back({in.string(), "input '" + in.string() + "': " + why});
+    };
+    const fs::path out_canonical_path = fs::weakly_canonical(out, ec);
+    if (input_set.count(out_canonical_path)) {
+      fail("output '" + out.string() + "' would overwrite an input");
+    } else if (!outputs.insert(out_canonical_path).second) {
+      fail("output '" + out.string() + "' is also the output of another input (use --format or rename)");
+    } else if (fs::exists(fs::symlink_status(out, ec))) {
+      if (options.existing == existing_policy::skip)
+        ++report.skipped;
+      else if (options.existing == existing_policy::fail)
+        fail("output '" + out.string() + "' exists (use --overwrite or --skip-existing)");
+      else
+        items.push_back({in, out});
+    } else {
+      items.push_back({in, out});
+    }
+  }
+  return items;
+}
+
+batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const batch_options& options, convolver* c,
+                       bool quiet, bool progress, std::ostream& log) {
+  const auto start = std::chrono::steady_clock::now();
+  batch_report report;
+  std::mutex report_mutex;
+  const std::vector<batch_item> items = plan_batch(in_dir, out_dir, options, report);
+  const int jobs = options.jobs > 0 ? options.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
+  {
+    std::lock_guard lock(report_mutex);
+    for (const auto& f : report.failures) log << "gpuconv: " << f.reason << "\n";
+  }
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> finished{0};
+  auto record_failure = [&](std::size_t i, const std::string& why) {
+    std::lock_guard lock(report_mutex);
+    ++report.failed;
+    report.failures.push_back({items[i].input.string(), why});
+    if (progress) log << "\r\033[K";
+    log << "gpuconv: " << why << "\n";
+    if (options.stop_on_error) stop = true;
+    ++finished;
+  };
+  // The reason, naming the file (the app layer's messages already do; the conv layer's do not).
+  auto describe = [&](std::size_t i, const std::exception& e) {
+    const std::string what = e.what();
+    if (what.find(items[i].input.string()) != std::string::npos || what.find(items[i].output.string()) != std::string::npos)
+      return what;
+    return "input '" + items[i].input.string() + "': " + what;
+  };
+
+  const convolve_settings settings = c ? c->settings() : convolve_settings{};
+  bounded_queue<work> decoded{std::size_t(jobs)}, convolved{std::size_t(jobs)};
+  std::atomic<std::size_t> next{0};
+  std::atomic<int> decoders_left{jobs};
+
+  auto decoder = [&] {
+    for (std::size_t i; !stop && !interrupted() && (i = next++) < items.size();) {
+      try {
+        cv::Mat m = read_image(items[i].input);
+        if (c)
+          decoded.push(work{i, to_planes(m, settings.alpha)});
+        else
+          decoded.push(work{i, std::move(m)});
+      } catch (const std::exception& e) {
+        record_failure(i, describe(i, e));
+      }
+    }
+    if (--decoders_left == 0) decoded.close();
+  };
+  auto compute = [&] {
+    while (auto w = decoded.pop()) {
+      if (interrupted()) continue;  // drain: the decoders are stopping
+      try {
+        if (c) c->run(std::get<planar_image>(w->image));
+        convolved.push(std::move(*w));
+      } catch (const std::exception& e) {
+        record_failure(w->index, describe(w->index, e));
+      }
+    }
+    convolved.close();
+  };
+  auto encoder = [&] {
+    while (auto w = convolved.pop()) {
+      if (interrupted()) continue;
+      const batch_item& item = items[w->index];
+      try {
+        cv::Mat out;
+        long long clipped = 0;
+        if (c) {
+          output_image o = from_planes(std::get<planar_image>(w->image), settings);
+          out = std::move(o.image);
+          clipped = o.clipped;
+        } else {
+          out = std::move(std::get<cv::Mat>(w->image));
+        }
+        w->image = cv::Mat();  // free the planes before encoding
+        check_output_format(item.output, out.depth(), out.channels());
+        std::error_code ec;
+        fs::create_directories(item.output.parent_path(), ec);
+        write_output(item.output, out, options.existing == existing_policy::overwrite);
+        std::lock_guard lock(report_mutex);
+        ++report.done;
+        ++finished;
+        if (clipped) {
+          report.clipped_pixels += clipped;
+          ++report.clipped_files;
+        }
+      } catch (const std::exception& e) {
+        if (interrupted()) continue;  // dropped by the interrupt, not a failure of the file
+        record_failure(w->index, describe(w->index, e));
+      }
+    }
+  };
+
+  std::atomic<bool> all_done{false};
+  std::thread progress_thread;
+  if (progress && !items.empty()) {
+    progress_thread = std::thread([&] {
+      while (!all_done) {
+        const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const int n = finished, total = int(items.size());
+        const double rate = t > 0 ? n / t : 0;
+        constexpr int width = 30;
+        const int bar = total ? width * n / total : width;
+        std::ostringstream line;
+        line << "\r\033[K[" << std::string(bar, '=') << std::string(width - bar, ' ') << "] " << n << "/" << total
+             << "  " << std::fixed << std::setprecision(1) << rate << " img/s  ETA "
+             << (rate > 0 ? format_duration((total - n) / rate) : std::string("--:--"));
+        {
+          std::lock_guard lock(report_mutex);
+          log << line.str() << std::flush;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+      std::lock_guard lock(report_mutex);
+      log << "\r\033[K" << std::flush;
+    });
+  }
+
+  std::vector<std::thread> threads;
+  for (int j = 0; j < jobs; ++j) threads.emplace_back(decoder);
+  threads.emplace_back(compute);
+  for (int j = 0; j < jobs; ++j) threads.emplace_back(encoder);
+  for (auto& t : threads) t.join();
+  all_done = true;
+  if (progress_thread.joinable()) progress_thread.join();
+
+  report.interrupted = interrupted();
+  report.not_processed = report.total - report.done - report.skipped - report.failed;
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  (void)quiet;
+  return report;
+}
+
+void print_summary(const batch_report& r, bool quiet, std::ostream& log) {
+  if (!quiet || r.failed || r.interrupted) {
+    log << "gpuconv: batch " << (r.interrupted ? "interrupted: " : "") << "done " << r.done << ", skipped "
+        << r.skipped << ", failed " << r.failed;
+    if (r.not_processed) log << ", not processed " << r.not_processed;
+    log << " (" << std::fixed << std::setprecision(2) << r.seconds << " s";
+    if (r.seconds > 0 && r.done) log << ", " << std::setprecision(2) << r.done / r.seconds << " images/s";
+    log << ")\n";
+  }
+  if (!quiet && r.clipped_pixels)
+    log << "gpuconv: " << r.clipped_pixels << " pixels clipped in " << r.clipped_files << " file"
+        << (r.clipped_files == 1 ? "" : "s") << "\n";
+  if (r.failed) {
+    log << "gpuconv: failed files:\n";
+    for (const auto& f : r.failures) log << "  " << f.reason << "\n";
+  }
+}
+
+int exit_code_for(const batch_report& r) {
+  if (r.interrupted) return interrupt_exit_code();
+  return r.failed ? exit_failure : exit_ok;
+}
+
+}  // namespace gpuconv::app

@@ -1,0 +1,56 @@
+// Batch mode: every image of a directory through one convolver.
+//
+//   N decoder threads --(bounded queue)--> 1 compute thread --(bounded queue)--> N encoder threads
+//   read_image, to_planes                  convolver::run (owns        from_planes, atomic write
+//                                          the plans, cached by shape)
+//
+// The bounded queues keep at most ~2 N images in flight whatever the directory holds. A file
+// that fails (unreadable, corrupt, unwritable output, an existing output without
+// --overwrite) is reported on one line and skipped. An interrupt (SIGINT/SIGTERM) stops the
+// decoders; images in flight are dropped before their final rename, so no partial or temp
+// file remains.
+#pragma once
+#include <filesystem>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "convolve_image.hpp"
+
+namespace gpuconv::app {
+
+struct batch_item {
+  std::filesystem::path input, output;
+};
+
+struct batch_failure {
+  std::string file, reason;
+};
+
+struct batch_report {
+  int total = 0, done = 0, skipped = 0, failed = 0, not_processed = 0;
+  long long clipped_pixels = 0;
+  int clipped_files = 0;
+  double seconds = 0;
+  bool interrupted = false;
+  std::vector<batch_failure> failures;
+};
+
+// Scans IN_DIR (OUT_DIR excluded when it lies inside) and decides each file's fate: to
+// process, skipped (existing output with --skip-existing) or failed (existing output by
+// default; output path equal to an input; two inputs with one output). Sorted by path.
+// Throws usage_error when IN_DIR is not a directory or OUT_DIR is IN_DIR.
+std::vector<batch_item> plan_batch(const std::filesystem::path& in_dir, const std::filesystem::path& out_dir,
+                                   const batch_options& options, batch_report& report);
+
+// Runs the pipeline. `c` is null for --io-only (decode and encode the decoded image as is).
+// Per-file failures are printed on `log` as they happen; progress on `log` when `progress`.
+batch_report run_batch(const std::filesystem::path& in_dir, const std::filesystem::path& out_dir,
+                       const batch_options& options, convolver* c, bool quiet, bool progress, std::ostream& log);
+
+// "done N, skipped N, failed N" and the failed files; the exit code for the report.
+void print_summary(const batch_report& r, bool quiet, std::ostream& log);
+int exit_code_for(const batch_report& r);
+
+}  // namespace gpuconv::app

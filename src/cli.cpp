@@ -1,0 +1,255 @@
+#include "cli.hpp"
+
+#include <cmath>
+#include <map>
+
+#include <CLI/CLI.hpp>
+
+#include "errors.hpp"
+#include "kernel_io.hpp"
+
+#ifndef GPUCONV_VERSION
+#error "GPUCONV_VERSION must be defined by the build (src/CMakeLists.txt)"
+#endif
+
+namespace gpuconv::app {
+
+namespace {
+
+// Option values as typed, converted after parsing so that errors name the option.
+struct raw_values {
+  std::string mode = "same", boundary = "reflect101", depth = "same", alpha = "premultiply", device = "auto";
+  bool correlate = false, version = false;
+  std::string extensions, format;
+  bool skip_existing = false, overwrite = false;
+};
+
+const char* const convolve_examples = R"(
+Values are convolved in their stored units (8-bit 0..255, 16-bit 0..65535, float as is),
+then out = S * conv + B, rounded half to even and saturated for 8/16-bit outputs. Depth
+conversion does not rescale (--depth 16 on an 8-bit image keeps 0..255 values).
+--correlate --boundary reflect101 on an 8-bit image equals cv::filter2D(img, -1, k).
+
+KERNEL: a text file (rows of numbers; spaces, tabs or commas; '#' comments), an image file
+(a PSF, read as gray and normalised to sum 1), or a named kernel (`gpuconv kernels`).
+
+Examples:
+  gpuconv photo.jpg gaussian:2 blurred.jpg
+  gpuconv scan.png k.txt out.png --correlate --boundary replicate
+  gpuconv in.tif sobel-x dx.tif --depth 32f
+  gpuconv in.png psf.png out.png --mode full --boundary zero
+  gpuconv batch photos/ box:5 out/ --recursive --format png
+  gpuconv kernels
+
+Exit codes: 0 ok, 1 processing failed, 2 usage error, 3 input problem, 4 output problem,
+130/143 interrupted (SIGINT/SIGTERM).)";
+
+const char* const batch_footer = R"(
+Every image under IN_DIR with one of the --ext extensions is convolved into OUT_DIR under
+the same name (and, with --recursive, the same relative folder). An existing output is a
+failure for that file unless --skip-existing or --overwrite. Bad files are reported and
+skipped; the summary lists them; the exit code is 1 when any file failed.
+
+Examples:
+  gpuconv batch photos/ gaussian:3 blurred/ --jobs 8
+  gpuconv batch scans/ k.txt out/ --recursive --ext png,tif --format png --skip-existing)";
+
+void add_convolution_options(CLI::App& app, cli_options& o, raw_values& raw) {
+  app.add_option("--mode", raw.mode, "output size: same (default), full, valid")
+      ->check(CLI::IsMember({"same", "full", "valid"}));
+  app.add_flag("--correlate", raw.correlate, "correlation (cv::filter2D) instead of convolution");
+  app.add_option("--boundary", raw.boundary,
+                 "pixels outside the image: zero, replicate, reflect, reflect101 (default), wrap, constant:V "
+                 "(V in stored units)");
+  app.add_flag("--normalize", o.normalize, "scale the kernel to sum 1");
+  app.add_option("--scale", o.settings.scale, "S in out = S * conv + B (default 1)");
+  app.add_option("--offset", o.settings.offset, "B in out = S * conv + B (default 0), in stored units");
+  app.add_option("--depth", raw.depth,
+                 "output depth: same (default), 8, 16, 32f; no rescaling, 8/16-bit round and saturate")
+      ->check(CLI::IsMember({"same", "8", "16", "32f"}));
+  app.add_option("--alpha", raw.alpha, "RGBA / gray+alpha: premultiply (default), separate, keep")
+      ->check(CLI::IsMember({"premultiply", "separate", "keep"}));
+  app.add_option("--device", raw.device, "auto (default: CUDA if present, else CPU), cuda, cpu")
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  app.add_flag("-q,--quiet", o.quiet, "no notices (clipping, CPU fallback, progress)");
+  app.add_flag("--version", raw.version, "print the version and exit");
+}
+
+conv::boundary parse_boundary(const std::string& text, float& constant) {
+  static const std::map<std::string, conv::boundary> names{
+      {"zero", conv::boundary::zero},       {"replicate", conv::boundary::replicate},
+      {"reflect", conv::boundary::reflect}, {"reflect101", conv::boundary::reflect101},
+      {"wrap", conv::boundary::wrap}};
+  if (const auto it = names.find(text); it != names.end()) return it->second;
+  if (text.rfind("constant:", 0) == 0) {
+    const auto v = parse_number(text.substr(9));
+    if (!v || !std::isfinite(*v) || std::abs(*v) > 3.4e38)
+      throw usage_error("--boundary " + text + ": V must be a finite number");
+    constant = float(*v);
+    return conv::boundary::constant;
+  }
+  if (text == "constant") throw usage_error("--boundary constant needs a value: constant:V (e.g. constant:0)");
+  throw usage_error("--boundary " + text + ": expected zero, replicate, reflect, reflect101, wrap or constant:V");
+}
+
+void convert(const raw_values& raw, cli_options& o) {
+  auto& s = o.settings;
+  s.semantics.op = raw.correlate ? conv::operation::correlation : conv::operation::convolution;
+  s.semantics.mode = raw.mode == "full" ? conv::output_mode::full
+                     : raw.mode == "valid" ? conv::output_mode::valid
+                                           : conv::output_mode::same;
+  s.semantics.border = parse_boundary(raw.boundary, s.semantics.constant_value);
+  s.depth = raw.depth == "8" ? output_depth::u8
+            : raw.depth == "16" ? output_depth::u16
+            : raw.depth == "32f" ? output_depth::f32
+                                 : output_depth::same;
+  s.alpha = raw.alpha == "separate" ? alpha_mode::separate
+            : raw.alpha == "keep" ? alpha_mode::keep
+                                  : alpha_mode::premultiply;
+  s.device = raw.device == "cuda" ? conv::backend::cuda
+             : raw.device == "cpu" ? conv::backend::cpu
+                                   : conv::backend::automatic;
+  if (!std::isfinite(s.scale)) throw usage_error("--scale must be a finite number");
+  if (!std::isfinite(s.offset)) throw usage_error("--offset must be a finite number");
+}
+
+std::vector<std::string> parse_extensions(const std::string& list) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const auto comma = std::min(list.find(',', start), list.size());
+    std::string e = to_lower(list.substr(start, comma - start));
+    while (!e.empty() && e.front() == ' ') e.erase(0, 1);
+    while (!e.empty() && e.back() == ' ') e.pop_back();
+    if (!e.empty() && e.front() == '.') e.erase(0, 1);
+    if (e.empty() || e.find_first_of("/\\.") != std::string::npos)
+      throw usage_error("--ext " + list + ": expected extensions like png,jpg");
+    out.push_back("." + e);
+    start = comma + 1;
+  }
+  return out;
+}
+
+// Runs CLI11 over args; help and parse errors become cli_options::text / usage_error.
+bool run_parser(CLI::App& app, const std::vector<std::string>& args, cli_options& o) {
+  std::vector<const char*> argv{"gpuconv"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  try {
+    app.parse(int(argv.size()), argv.data());
+  } catch (const CLI::CallForHelp&) {
+    o.cmd = command::print;
+    o.text = app.help();
+    return false;
+  } catch (const CLI::CallForAllHelp&) {
+    o.cmd = command::print;
+    o.text = app.help("", CLI::AppFormatMode::All);
+    return false;
+  } catch (const CLI::ParseError& e) {
+    throw usage_error(e.what());
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> default_extensions() {
+  return {".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".pgm", ".ppm", ".pnm", ".webp"};
+}
+
+std::string version_string() { return std::string("gpuconv ") + GPUCONV_VERSION; }
+
+cli_options parse_cli(const std::vector<std::string>& args) {
+  cli_options o;
+  raw_values raw;
+  const std::string first = args.empty() ? "" : args[0];
+
+  if (first == "kernels") {
+    if (args.size() > 1 && args[1] != "--help" && args[1] != "-h")
+      throw usage_error("`gpuconv kernels` takes no arguments, got '" + args[1] + "'");
+    o.cmd = command::kernels;
+    return o;
+  }
+
+  if (first == "bench") {
+    CLI::App app("gpuconv bench: batch throughput against the decode + encode ceiling (--io-only) on generated "
+                 "RGB PNGs",
+                 "gpuconv bench");
+    app.add_option("--images", o.bench.images, "number of generated images (default 32)")->check(CLI::Range(1, 100000));
+    app.add_option("--size", o.bench.size, "side of the square images (default 1024)")->check(CLI::Range(8, 16384));
+    app.add_option("--dir", o.bench.dir, "working directory (default: a fresh one in the temp dir)");
+    app.add_flag("--keep", o.bench.keep, "keep the generated images and outputs");
+    app.add_option("--kernel", o.kernel, "kernel (default gaussian:3)");
+    app.add_option("--jobs", o.batch.jobs, "decoder and encoder threads each (default: hardware concurrency)")
+        ->check(CLI::Range(1, 1024));
+    app.add_option("--device", raw.device, "auto, cuda, cpu")->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+    app.add_flag("-q,--quiet", o.quiet, "no notices");
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (!run_parser(app, rest, o)) return o;
+    if (o.kernel.empty()) o.kernel = "gaussian:3";
+    convert(raw, o);
+    o.cmd = command::bench;
+    return o;
+  }
+
+  if (first == "batch") {
+    CLI::App app("gpuconv batch: convolve every image of a directory", "gpuconv batch");
+    app.add_option("IN_DIR", o.input, "directory of input images")->required();
+    app.add_option("KERNEL", o.kernel, "text file, image (PSF) or named kernel")->required();
+    app.add_option("OUT_DIR", o.output, "output directory (created if missing)")->required();
+    add_convolution_options(app, o, raw);
+    app.add_flag("-r,--recursive", o.batch.recursive, "descend into subdirectories, keeping the relative tree");
+    app.add_option("--ext", raw.extensions, "input extensions, comma-separated, case-insensitive (default: "
+                                            "png,jpg,jpeg,tif,tiff,bmp,pgm,ppm,pnm,webp)");
+    app.add_option("--format", raw.format, "output extension (default: the input's)");
+    auto* skip = app.add_flag("--skip-existing", raw.skip_existing, "leave existing outputs alone (counted as skipped)");
+    auto* over = app.add_flag("--overwrite", raw.overwrite, "replace existing outputs");
+    skip->excludes(over);
+    app.add_option("-j,--jobs", o.batch.jobs, "decoder and encoder threads each (default: hardware concurrency)")
+        ->check(CLI::Range(1, 1024));
+    app.add_flag("--stop-on-error", o.batch.stop_on_error, "stop at the first failed file");
+    app.add_flag("--io-only", o.batch.io_only, "decode and encode only, no convolution (measures the I/O ceiling)");
+    app.footer(batch_footer);
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (!run_parser(app, rest, o)) return o;
+    if (raw.version) {
+      o.cmd = command::print;
+      o.text = version_string() + "\n";
+      return o;
+    }
+    convert(raw, o);
+    if (!raw.extensions.empty()) o.batch.extensions = parse_extensions(raw.extensions);
+    if (!raw.format.empty()) o.batch.format = parse_extensions(raw.format).at(0);
+    if (!raw.format.empty() && raw.format.find(',') != std::string::npos)
+      throw usage_error("--format takes one extension, got '" + raw.format + "'");
+    o.batch.existing = raw.skip_existing ? existing_policy::skip
+                       : raw.overwrite   ? existing_policy::overwrite
+                                         : existing_policy::fail;
+    o.cmd = command::batch;
+    return o;
+  }
+
+  CLI::App app("gpuconv: FFT-based image convolution (CUDA or CPU)\n\n"
+               "  gpuconv INPUT KERNEL OUTPUT [options]\n"
+               "  gpuconv batch IN_DIR KERNEL OUT_DIR [options]   (gpuconv batch --help)\n"
+               "  gpuconv kernels                                 (the named kernels)\n"
+               "  gpuconv bench [options]                         (batch throughput benchmark)\n",
+               "gpuconv");
+  app.add_option("INPUT", o.input, "input image (PNG, JPEG, TIFF, BMP, ...; 8/16-bit, float TIFF; gray, RGB, RGBA)");
+  app.add_option("KERNEL", o.kernel, "text file, image (PSF) or named kernel");
+  app.add_option("OUTPUT", o.output, "output image; its extension picks the format");
+  add_convolution_options(app, o, raw);
+  app.footer(convolve_examples);
+  if (!run_parser(app, args, o)) return o;
+  if (raw.version) {
+    o.cmd = command::print;
+    o.text = version_string() + "\n";
+    return o;
+  }
+  if (o.input.empty() || o.kernel.empty() || o.output.empty())
+    throw usage_error("expected INPUT KERNEL OUTPUT (see gpuconv --help)");
+  convert(raw, o);
+  o.cmd = command::convolve;
+  return o;
+}
+
+}  // namespace gpuconv::app

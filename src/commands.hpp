@@ -1,0 +1,20 @@
+// The commands behind the CLI: what main() runs once parse_cli has produced cli_options.
+// Each returns the process exit code; errors are thrown as gpuconv::app::error (and
+// std::invalid_argument from the convolution layer), which main() reports on one line.
+#pragma once
+#include <ostream>
+
+#include "cli.hpp"
+
+namespace gpuconv::app {
+
+int run_command(const cli_options& o, std::ostream& out, std::ostream& err);
+
+int run_convolve(const cli_options& o, std::ostream& err);
+int run_batch_command(const cli_options& o, std::ostream& err);
+int run_bench(const cli_options& o, std::ostream& out, std::ostream& err);  // bench_batch.cpp
+
+// The kernel of the KERNEL argument, normalised when --normalize was given.
+kernel load_kernel(const cli_options& o);
+
+}  // namespace gpuconv::app

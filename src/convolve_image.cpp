@@ -1,0 +1,192 @@
+#include "convolve_image.hpp"
+
+#include <cmath>
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "errors.hpp"
+#include "fft/device/cuda_check.hpp"
+
+namespace gpuconv::app {
+
+namespace {
+
+// A cv::Mat header over one plane of a planar buffer (no copy).
+cv::Mat plane_view(std::vector<float>& buffer, int plane, long long rows, long long cols) {
+  return cv::Mat(int(rows), int(cols), CV_32F, buffer.data() + std::size_t(plane) * rows * cols);
+}
+
+// Pixels with at least one channel whose value rounds outside [0, top] (NaN included); the
+// rounding is cvRound's (half to even), so v < -0.5 and v >= top + 0.5 are the clipped values.
+long long count_clipped(const std::vector<cv::Mat>& planes, double top) {
+  const int rows = planes[0].rows, cols = planes[0].cols;
+  const float lo = -0.5f, hi = float(top + 0.5);
+  long long clipped = 0;
+  std::vector<unsigned char> flag(static_cast<std::size_t>(cols));
+  for (int y = 0; y < rows; ++y) {
+    std::fill(flag.begin(), flag.end(), 0);
+    for (const cv::Mat& plane : planes) {
+      const float* v = plane.ptr<float>(y);
+      for (int x = 0; x < cols; ++x) flag[x] |= !(v[x] >= lo && v[x] < hi);
+    }
+    for (int x = 0; x < cols; ++x) clipped += flag[x];
+  }
+  return clipped;
+}
+
+}  // namespace
+
+// Interleaved -> float planes with OpenCV's vectorised primitives: split, convertTo (stored units,
+// no scaling) into headers over the planar buffers, multiply for premultiplication.
+planar_image to_planes(const cv::Mat& image, alpha_mode alpha) {
+  planar_image p;
+  p.height = image.rows;
+  p.width = image.cols;
+  p.channels = image.channels();
+  p.input_depth = image.depth();
+  if (p.input_depth != CV_8U && p.input_depth != CV_16U && p.input_depth != CV_32F)
+    throw input_error("image: " + depth_name(p.input_depth) + " samples are not supported");
+  p.has_alpha = p.channels == 2 || p.channels == 4;
+  p.colour = p.has_alpha ? p.channels - 1 : p.channels;
+  p.alpha = alpha;
+  const bool keep = p.has_alpha && alpha == alpha_mode::keep;
+  p.conv_planes = p.colour + (p.has_alpha && !keep);
+  p.planes.resize(std::size_t(p.height) * p.width * p.conv_planes);
+  if (keep) p.kept_alpha.resize(std::size_t(p.height) * p.width);
+
+  std::vector<cv::Mat> views;
+  for (int c = 0; c < p.colour; ++c) views.push_back(plane_view(p.planes, c, p.height, p.width));
+  if (p.has_alpha) views.push_back(keep ? plane_view(p.kept_alpha, 0, p.height, p.width)
+                                        : plane_view(p.planes, p.colour, p.height, p.width));
+  // split in the stored depth (a quarter of the bytes for 8-bit), then convert each plane
+  // into its view; convertTo keeps a destination of the right size and type in place
+  std::vector<cv::Mat> stored;
+  cv::split(image, stored);
+  for (int c = 0; c < p.channels; ++c) stored[c].convertTo(views[c], CV_32F);
+  if (views[0].data != reinterpret_cast<uchar*>(p.planes.data()))
+    throw std::logic_error("to_planes: convertTo reallocated its output");
+  if (p.has_alpha && alpha == alpha_mode::premultiply)
+    for (int c = 0; c < p.colour; ++c) cv::multiply(views[c], views[p.colour], views[c], 1.0 / alpha_max(p.input_depth));
+  return p;
+}
+
+convolver::convolver(kernel k, const convolve_settings& settings) : kernel_(std::move(k)), settings_(settings) {}
+
+conv::plan& convolver::plan_for(long long h, long long w, int planes, float constant) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &constant, sizeof bits);
+  const auto key = std::make_tuple(h, w, planes, bits);
+  auto it = plans_.find(key);
+  if (it == plans_.end()) {
+    conv::plan_options o;
+    o.semantics = settings_.semantics;
+    o.semantics.constant_value = constant;
+    o.device = settings_.device;
+    o.threads = settings_.threads;
+    it = plans_.emplace(key, conv::plan(h, w, planes, kernel_.values.data(), kernel_.height, kernel_.width, o)).first;
+  }
+  return it->second;
+}
+
+void convolver::run(planar_image& p) {
+  const conv::geometry g =
+      conv::make_geometry(p.height, p.width, kernel_.height, kernel_.width, settings_.semantics.mode);
+  p.out_h = g.out_h;
+  p.out_w = g.out_w;
+  p.shift_y = g.oy - (kernel_.height - 1) / 2;
+  p.shift_x = g.ox - (kernel_.width - 1) / 2;
+  const std::size_t in_area = std::size_t(p.height) * p.width, out_area = std::size_t(g.out_h) * g.out_w;
+  p.result.resize(out_area * p.conv_planes);
+
+  // Outside a 'constant' border every channel is V; premultiplied colour is then V * V / max,
+  // so colour and alpha need plans with different outside values.
+  const float v = settings_.semantics.constant_value;
+  const bool split = settings_.semantics.border == conv::boundary::constant && p.has_alpha &&
+                     p.alpha == alpha_mode::premultiply;
+  if (!split) {
+    plan_for(p.height, p.width, p.conv_planes, v).execute(p.planes.data(), p.result.data());
+  } else {
+    const float colour_v = float(double(v) * v / alpha_max(p.input_depth));
+    plan_for(p.height, p.width, p.colour, colour_v).execute(p.planes.data(), p.result.data());
+    plan_for(p.height, p.width, 1, v).execute(p.planes.data() + p.colour * in_area, p.result.data() + p.colour * out_area);
+  }
+  p.planes = {};  // release the input early: the batch pipeline holds many images
+}
+
+// Float planes -> the output image: unpremultiply, out = S * conv + B (in float), merge,
+// then convertTo the output depth (cvRound: half to even, saturate), clipped pixels counted.
+output_image from_planes(planar_image& p, const convolve_settings& s) {
+  output_image out;
+  const int depth = output_cv_depth(s.depth, p.input_depth);
+  const long long rows = p.out_h, cols = p.out_w;
+  const std::size_t area = std::size_t(rows) * cols;
+  const float scale = float(s.scale), offset = float(s.offset);
+  const bool affine = s.scale != 1 || s.offset != 0;
+  const float a_max = float(alpha_max(p.input_depth));
+  // Alpha at or below this is transparent: colour 0. For integer outputs, an alpha that
+  // rounds to 0; for float, the FFT's noise floor (~1e-6 of full scale), below which
+  // colour / alpha would only amplify rounding noise.
+  const float transparent = depth == CV_32F ? 1e-6f * a_max : 0.5f;
+
+  std::vector<cv::Mat> planes;
+  for (int c = 0; c < p.conv_planes; ++c) planes.push_back(plane_view(p.result, c, rows, cols));
+  if (p.has_alpha && p.alpha == alpha_mode::premultiply) {
+    const float* a = p.result.data() + std::size_t(p.colour) * area;
+    for (int c = 0; c < p.colour; ++c) {
+      float* v = p.result.data() + std::size_t(c) * area;
+      for (std::size_t i = 0; i < area; ++i) v[i] = (a[i] > transparent ? v[i] * (a_max / a[i]) : 0.f) * scale + offset;
+    }
+  } else if (affine) {
+    const int scaled = p.alpha == alpha_mode::separate ? p.conv_planes : p.colour;
+    for (int c = 0; c < scaled; ++c) {
+      float* v = p.result.data() + std::size_t(c) * area;
+      for (std::size_t i = 0; i < area; ++i) v[i] = v[i] * scale + offset;
+    }
+  }
+  if (p.has_alpha && p.alpha == alpha_mode::keep) {
+    if (p.shift_y == 0 && p.shift_x == 0 && rows == p.height && cols == p.width) {
+      planes.push_back(plane_view(p.kept_alpha, 0, rows, cols));
+    } else {  // 'full' / 'valid': the input alpha under the kernel's centre, through the boundary
+      cv::Mat a(int(rows), int(cols), CV_32F);
+      const float outside = s.semantics.border == conv::boundary::constant ? s.semantics.constant_value : 0.f;
+      for (long long y = 0; y < rows; ++y) {
+        const int r = conv::border_index(y + p.shift_y, p.height, s.semantics.border);
+        for (long long x = 0; x < cols; ++x) {
+          const int c = conv::border_index(x + p.shift_x, p.width, s.semantics.border);
+          a.at<float>(int(y), int(x)) = (r < 0 || c < 0) ? outside : p.kept_alpha[std::size_t(r) * p.width + c];
+        }
+      }
+      planes.push_back(a);
+    }
+  }
+  if (depth != CV_32F) out.clipped = count_clipped(planes, depth == CV_8U ? 255.0 : 65535.0);
+  cv::Mat interleaved;
+  cv::merge(planes, interleaved);
+  if (depth == CV_32F)
+    out.image = interleaved;
+  else
+    interleaved.convertTo(out.image, depth);
+  return out;
+}
+
+output_image convolve_image(const cv::Mat& image, convolver& c) {
+  planar_image p = to_planes(image, c.settings().alpha);
+  c.run(p);
+  return from_planes(p, c.settings());
+}
+
+conv::backend resolve_device(conv::backend requested, bool quiet, std::ostream& notices) {
+  switch (requested) {
+    case conv::backend::cpu: return conv::backend::cpu;
+    case conv::backend::cuda:
+      if (!cuda_device_available()) throw error("--device cuda: no CUDA device is available", exit_failure);
+      return conv::backend::cuda;
+    case conv::backend::automatic: break;
+  }
+  if (cuda_device_available()) return conv::backend::cuda;
+  if (!quiet) notices << "gpuconv: no CUDA device found, using the CPU backend\n";
+  return conv::backend::cpu;
+}
+
+}  // namespace gpuconv::app

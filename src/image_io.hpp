@@ -1,0 +1,43 @@
+// Image files through OpenCV: reading with IMREAD_UNCHANGED (8U, 16U, 32F; 1 to 4
+// channels, in OpenCV's BGR(A) order, which the layer keeps untouched so that files come out
+// in the order they went in), the output depth rule, and which formats can hold what.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+namespace gpuconv::app {
+
+enum class output_depth { same, u8, u16, f32 };
+
+// Throws input_error naming the file when it cannot be read or decoded, or holds a depth or
+// channel count outside 8U/16U/32F x 1..4 channels.
+cv::Mat read_image(const std::filesystem::path& file);
+
+// OpenCV depth (CV_8U, CV_16U, CV_32F) of the output for an input of depth `input_depth`.
+int output_cv_depth(output_depth d, int input_depth);
+
+// The value of an opaque alpha in the stored units of `cv_depth`: 255, 65535, 1.0 for float.
+double alpha_max(int cv_depth);
+
+// Throws usage_error when the format chosen by the extension of `file` cannot hold
+// `cv_depth` (16-bit needs PNG, TIFF, PNM or JPEG 2000; float needs TIFF, EXR or PFM) or
+// `channels` (PFM: 1 or 3), rather than letting OpenCV convert silently.
+void check_output_format(const std::filesystem::path& file, int cv_depth, int channels);
+
+// The image as it goes to cv::imwrite: unchanged, except that a 2-channel (gray + alpha)
+// image becomes BGRA (gray copied to B, G, R): cv::imwrite takes 1, 3 or 4 channels only.
+cv::Mat for_writing(const cv::Mat& image);
+
+// cv::imwrite parameters for `file`: float TIFF is written with LZW compression, because
+// OpenCV's default for 3-channel float TIFF is SGILOG (LogLuv), which is lossy.
+std::vector<int> write_params(const std::filesystem::path& file, const cv::Mat& image);
+
+// for_writing + write_params + write_image_atomic: how every output image is written.
+void write_output(const std::filesystem::path& file, const cv::Mat& image, bool overwrite = true);
+
+std::string depth_name(int cv_depth);
+
+}  // namespace gpuconv::app

@@ -1,0 +1,96 @@
+// Image files: round trips per depth and channel count through the atomic writer, the
+// format checks that refuse silent conversions, errors naming the file, no temp files left.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <opencv2/imgcodecs.hpp>
+
+#include "atomic_write.hpp"
+#include "errors.hpp"
+#include "image_io.hpp"
+#include "support.hpp"
+
+using namespace gpuconv;
+using namespace gpuconv::app;
+using Catch::Matchers::ContainsSubstring;
+namespace fs = std::filesystem;
+
+TEST_CASE("round trips through the atomic writer: 8U/16U/32F x 1/3/4 channels", "[app]") {
+  test::scratch_dir dir;
+  const auto depth = GENERATE(CV_8U, CV_16U, CV_32F);
+  const auto channels = GENERATE(1, 3, 4);
+  const std::string generated_ext = GENERATE(as<std::string>{}, ".png", ".tif");
+  const std::string ext = depth == CV_32F ? ".tif" : generated_ext;  // PNG holds no float
+  INFO("depth " << depth << ", " << channels << " channels, " << ext);
+  const cv::Mat img = test::test_image(23, 31, CV_MAKETYPE(depth, channels), 3);
+  const auto file = dir / ("img" + ext);
+  check_output_format(file, depth, channels);
+  write_output(file, img);
+  const cv::Mat back = read_image(file);
+  REQUIRE(back.type() == img.type());
+  CHECK(cv::norm(back, img, cv::NORM_INF) == 0);
+  CHECK(test::temp_files_under(dir.path()).empty());
+}
+
+TEST_CASE("atomic writer: no overwrite without permission, temp removed on failure", "[app]") {
+  test::scratch_dir dir;
+  const cv::Mat img = test::test_image(8, 8, CV_8UC3);
+  const auto file = dir / "out.png";
+  write_image_atomic(file, img);
+  test::write_file(dir / "keep.png", "precious");
+  CHECK_THROWS_AS(write_image_atomic(dir / "keep.png", img, false), output_error);
+  CHECK(test::read_file(dir / "keep.png") == "precious");
+  write_image_atomic(dir / "keep.png", img, true);
+  CHECK(read_image(dir / "keep.png").cols == 8);
+
+  CHECK_THROWS_AS(write_image_atomic(dir / "missing" / "x.png", img), output_error);
+  // an extension OpenCV has no writer for: the encoder fails; the temp file must not survive
+  CHECK_THROWS_AS(write_image_atomic(dir / "f.xyz", img), output_error);
+  CHECK_FALSE(fs::exists(dir / "f.xyz"));
+  CHECK(test::temp_files_under(dir.path()).empty());
+  CHECK(is_temp_name(".a.png.gpuconv-tmp-12-3.png"));
+  CHECK_FALSE(is_temp_name("a.png"));
+}
+
+TEST_CASE("formats that cannot hold the depth are refused up front", "[app]") {
+  CHECK_NOTHROW(check_output_format("a.jpg", CV_8U, 3));
+  CHECK_NOTHROW(check_output_format("a.PNG", CV_16U, 1));
+  CHECK_NOTHROW(check_output_format("a.tiff", CV_32F, 4));
+  CHECK_NOTHROW(check_output_format("a.pfm", CV_32F, 3));
+  CHECK_THROWS_AS(check_output_format("a.jpg", CV_16U, 3), usage_error);
+  CHECK_THROWS_AS(check_output_format("a.png", CV_32F, 1), usage_error);
+  CHECK_THROWS_AS(check_output_format("a.pfm", CV_32F, 4), usage_error);
+  CHECK_THROWS_AS(check_output_format("a", CV_8U, 1), usage_error);
+  CHECK_THROWS_AS(check_output_format("a.xyz", CV_8U, 1), usage_error);
+}
+
+TEST_CASE("unreadable inputs are input errors naming the file", "[app]") {
+  test::scratch_dir dir;
+  auto message = [](const fs::path& p) {
+    try {
+      read_image(p);
+    } catch (const input_error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK_THAT(message(dir / "none.png"), ContainsSubstring("none.png") && ContainsSubstring("no such file"));
+  test::write_file(dir / "corrupt.png", std::string(500, '\x42'));
+  CHECK_THAT(message(dir / "corrupt.png"), ContainsSubstring("corrupt.png") && ContainsSubstring("cannot be"));
+  fs::create_symlink(dir / "nowhere.png", dir / "link.png");
+  CHECK_THAT(message(dir / "link.png"), ContainsSubstring("dangling"));
+  CHECK_THAT(message(dir.path()), ContainsSubstring("directory"));
+}
+
+TEST_CASE("2-channel images are written as BGRA (cv::imwrite takes 1, 3 or 4 channels)", "[app]") {
+  test::scratch_dir dir;
+  const cv::Mat ga = test::test_image(4, 4, CV_8UC2);
+  CHECK(for_writing(ga).channels() == 4);
+  CHECK(for_writing(test::test_image(4, 4, CV_8UC3)).channels() == 3);
+  write_output(dir / "ga.tif", ga);
+  const cv::Mat back = read_image(dir / "ga.tif");
+  REQUIRE(back.channels() == 4);
+  CHECK(back.at<cv::Vec4b>(1, 2)[1] == ga.at<cv::Vec2b>(1, 2)[0]);
+  CHECK(back.at<cv::Vec4b>(1, 2)[3] == ga.at<cv::Vec2b>(1, 2)[1]);
+}
