@@ -38,7 +38,7 @@ tiling choose_tiling(long long out_h, long long out_w, int kh, int kw, int min_t
       const int vh = th - kh + 1, vw = tw - kw + 1;
       const long long ty = (out_h + vh - 1) / vh, tx = (out_w + vw - 1) / vw;
       const tiling candidate{th, tw, vh, vw, ty, tx};
-      const double cost = tiling_cost(candidate, 1, 1.0);
+      const double cost = tiling_cost(candidate, 1);
       if (cost < best_cost) {
         best_cost = cost;
         best = candidate;
@@ -47,10 +47,12 @@ tiling choose_tiling(long long out_h, long long out_w, int kh, int kw, int min_t
   return best;
 }
 
-double tiling_cost(const tiling& t, long long planes, double weight) {
+double tiling_cost(const tiling& t, long long planes) {
   const double pixels = double(planes) * t.tiles_per_plane() * t.tile_h * t.tile_w;
-  return weight * pixels * (8.0 + std::log2(double(t.tile_h) * t.tile_w));
+  return pixels * (8.0 + std::log2(double(t.tile_h) * t.tile_w));
 }
+
+double multipass_ps_per_pixel(const tiling& t) { return 1.4 * (8.0 + std::log2(double(t.tile_h) * t.tile_w)); }
 
 cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long planes, int kh, int kw, bool want_fused,
                                bool want_multipass, int forced) {
@@ -63,7 +65,7 @@ cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long plane
     for (int t = lo; t <= hi; t *= 2) {
       const tiling c = choose_tiling(out_h, out_w, kh, kw, t, t);
       const long long tiles = planes * c.tiles_per_plane();
-      const double cost = tiling_cost(c, planes, 1.0) * double(tiles + tiles % 2) / double(tiles);  // pairs
+      const double cost = fused_ps_per_pixel(t) * double(tiles + tiles % 2) * t * t;  // whole pairs
       if (cost < best_cost) {
         best_cost = cost;
         best = {c, true};
@@ -76,7 +78,7 @@ cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long plane
   }
   if (!want_fused) {
     const tiling c = choose_tiling(out_h, out_w, kh, kw, multi_min, multi_max, forced);
-    const double cost = tiling_cost(c, planes, multipass_weight);
+    const double cost = multipass_ps_per_pixel(c) * double(planes) * c.tiles_per_plane() * c.tile_h * c.tile_w;
     if (cost < best_cost) best = {c, false};
   }
   return best;

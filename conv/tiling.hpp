@@ -34,19 +34,20 @@ constexpr long long next_pow2(long long v) {
 tiling choose_tiling(long long out_h, long long out_w, int kh, int kw, int min_tile, int max_tile, int forced = 0);
 
 // Relative cost of a tiling: padded pixels processed, weighted by the log of the tile's
-// FFT size plus a constant for the loads and stores, times `weight`.
-double tiling_cost(const tiling& t, long long planes, double weight);
+// FFT size plus a constant for the loads and stores.
+double tiling_cost(const tiling& t, long long planes);
 
 // The CUDA backend's choice between the fused kernel (square tiles of 32, 64 or 128, two
-// tiles per block, so the tile count is rounded up to even) and the multi-pass pipeline.
-// A padded pixel through the multi-pass pipeline costs multipass_weight times one through
-// the fused kernel (its seven passes over device memory against one on-chip pass);
-// measured on the H100: docs/benchmarks.md.
+// tiles per block, so the tile count is rounded up to even) and the multi-pass pipeline,
+// by the time per padded pixel each path was measured at on the H100 (gpuconv-bench conv,
+// docs/benchmarks.md): fused 32/64/128 tiles ~221/196/130 Gpad/s; the multi-pass pipeline
+// ~1.4 ps x (8 + log2 of the tile's pixels) per padded pixel (25-38 Gpad/s).
 struct cuda_tiling {
   tiling tiles;
   bool fused = false;
 };
-constexpr double multipass_weight = 6.0;
+constexpr double fused_ps_per_pixel(int tile) { return tile <= 32 ? 4.5 : tile <= 64 ? 5.1 : 7.7; }
+double multipass_ps_per_pixel(const tiling& t);
 // want_fused / want_multipass force one path (plan_options::path); forced > 0 asks for that
 // square tile (rounded up to cover the kernel). Throws std::invalid_argument when the fused
 // path is forced but cannot hold the kernel.

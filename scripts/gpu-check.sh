@@ -2,7 +2,7 @@
 # GPU check: configure, build, run every test (the [gpu] ones included) and the benchmarks on
 # a machine with a CUDA GPU (OpenCV optional), then print a short summary last.
 # Logs go to $OUT (the device tool's output folder) or ./gpu-check-logs.
-#   scripts/gpu-check.sh [--no-bench] [--bench-only] [--benches fft1d,conv] [--tests FILTER]
+#   scripts/gpu-check.sh [--no-bench] [--bench-only] [--benches fft1d,conv] [--tests FILTER] [--sanitize]
 #                        [--sizes n1,n2] [--reps R]
 #                        [--variant NAME='-DFLAG=V ...']...   (extra builds with other CUDA flags, benchmarked too)
 set -uo pipefail
@@ -10,7 +10,7 @@ set -uo pipefail
 final_out=${OUT:-$PWD/gpu-check-logs}
 out="$final_out/logs"  # packed into logs.tgz at the end (the device tool returns few files)
 build=${GPUCONV_BUILD_DIR:-build-gpu}
-run_tests=1 run_bench=1 bench_args=() variants=() benches=fft1d,conv test_filter=""
+run_tests=1 run_bench=1 sanitize=0 bench_args=() variants=() benches=fft1d,conv test_filter=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-bench) run_bench=0 ;;
@@ -18,6 +18,7 @@ while [ $# -gt 0 ]; do
     --sizes|--reps) bench_args+=("$1" "$2"); shift ;;
     --benches) benches=$2; shift ;;
     --tests) test_filter=$2; shift ;;
+    --sanitize) sanitize=1 ;;
     --variant) variants+=("$2"); shift ;;
     *) echo "gpu-check.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -46,6 +47,18 @@ if [ "$run_tests" = 1 ]; then
   [ "$test_rc" = 0 ] || grep -E "Failed|FAILED|with expansion|REQUIRE|CHECK" "$out/ctest.log" | head -40
 fi
 
+# compute-sanitizer over the [gpu] tests: memcheck, racecheck, synccheck (each capped at 150 s)
+san_lines=()
+if [ "$sanitize" = 1 ]; then
+  for tool in memcheck racecheck synccheck; do
+    timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 99 "$build/tests/gpuconv_tests" "[gpu]" \
+      > "$out/sanitize-$tool.log" 2>&1
+    rc=$?
+    san_lines+=("compute-sanitizer $tool: rc=$rc ($( [ $rc = 0 ] && echo clean || { [ $rc = 124 ] && echo 'timed out'; } || echo FAILED)); $(grep -E "ERROR SUMMARY|test cases" "$out/sanitize-$tool.log" | tr '\n' ' ')")
+    [ $rc = 0 ] || [ $rc = 124 ] || test_rc=1
+  done
+fi
+
 bench_rc=0
 if [ "$run_bench" = 1 ]; then
   if [[ ,$benches, == *,fft1d,* ]]; then
@@ -69,6 +82,7 @@ done
 
 echo "==== gpu-check summary ($(head -2 "$out/gpu.txt" | tail -1)) ===="
 echo "build: ${build_s}s; tests: ${test_line} (skipped lines: ${skipped:-0}, rc=$test_rc)"
+for l in "${san_lines[@]}"; do echo "$l"; done
 if [ "$run_bench" = 1 ]; then
   cat "$out/bench-fft1d.txt" 2>/dev/null
   echo

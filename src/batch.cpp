@@ -14,6 +14,8 @@
 #include <thread>
 #include <variant>
 
+#include <sys/resource.h>
+
 #include "atomic_write.hpp"
 #include "errors.hpp"
 #include "image_io.hpp"
@@ -25,6 +27,15 @@ namespace gpuconv::app {
 namespace fs = std::filesystem;
 
 namespace {
+
+// Decoders and encoders run at a slightly lower priority (nice +4, this thread only: Linux
+// applies setpriority(PRIO_PROCESS, 0) to the calling thread) than the one compute thread,
+// so that with --jobs at or above the core count the I/O threads, which saturate the CPU,
+// do not starve the thread that feeds the GPU. Best effort: a failure changes nothing.
+void yield_to_compute() {
+  const int now = getpriority(PRIO_PROCESS, 0);
+  (void)setpriority(PRIO_PROCESS, 0, std::min(now + 4, 19));
+}
 
 // A blocking queue of bounded size; close() ends the consumers once it has drained.
 template <typename T>
@@ -192,6 +203,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   std::atomic<int> decoders_left{jobs};
 
   auto decoder = [&] {
+    yield_to_compute();
     for (std::size_t i; !stop && !interrupted() && (i = next++) < items.size();) {
       try {
         cv::Mat m = read_image(items[i].input);
@@ -206,6 +218,13 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
     if (--decoders_left == 0) decoded.close();
   };
   auto compute = [&] {
+    if (c) {
+      try {
+        c->warm_up();
+      } catch (const std::exception&) {
+        // reported by the first image's plan, which names the file
+      }
+    }
     while (auto w = decoded.pop()) {
       if (interrupted()) continue;  // drain: the decoders are stopping
       try {
@@ -218,6 +237,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
     convolved.close();
   };
   auto encoder = [&] {
+    yield_to_compute();
     while (auto w = convolved.pop()) {
       if (interrupted()) continue;
       const batch_item& item = items[w->index];

@@ -73,6 +73,10 @@ planar_image to_planes(const cv::Mat& image, alpha_mode alpha) {
 
 convolver::convolver(kernel k, const convolve_settings& settings) : kernel_(std::move(k)), settings_(settings) {}
 
+void convolver::warm_up() const {
+  if (settings_.device == conv::backend::cuda) GPUCONV_CUDA(cudaFree(nullptr));
+}
+
 conv::plan& convolver::plan_for(long long h, long long w, int planes, float constant) {
   std::uint32_t bits;
   std::memcpy(&bits, &constant, sizeof bits);

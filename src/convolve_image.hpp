@@ -68,6 +68,10 @@ class convolver {
   // The kernel as it will be applied (already normalised if asked). Plans are built lazily.
   convolver(kernel k, const convolve_settings& settings);
   void run(planar_image& image);
+  // Creates the CUDA context now (CUDA backend; nothing on the CPU): the batch pipeline
+  // calls it on the compute thread while the first images decode, so that start-up is
+  // hidden behind I/O instead of holding up the first encode.
+  void warm_up() const;
   const convolve_settings& settings() const { return settings_; }
   const kernel& kernel_used() const { return kernel_; }
   std::size_t cached_plans() const { return plans_.size(); }

@@ -193,11 +193,12 @@ void check_narrow(backend device, cuda_path path, int tile) {
     img[i] = T(std::lround((noise[i] * 0.5 + 0.5) * hi));  // random_reals are in [-1, 1]
     img_abs[i] = img_f[i] = float(img[i]);
   }
-  // a sharpening kernel (sum 1, negative lobes): outputs overshoot both ends and saturate
+  // a sharpening kernel (sum 1, negative lobes around a centre > 1): on noise the outputs
+  // overshoot both ends and saturate, whatever the random weights
   auto k = test::random_reals<float>(std::size_t(kh) * kw, seed + 3);
-  float sum = 0;
-  for (auto& v : k) sum += (v *= 0.1f);
-  k[17] += 1.f - sum;
+  float lobes = 0;
+  for (auto& v : k) lobes += (v = -0.05f * std::abs(v) - 0.005f);
+  k[17] += 1.f - lobes;
   std::vector<float> k_abs(k.size());
   for (std::size_t i = 0; i < k.size(); ++i) k_abs[i] = std::abs(k[i]);
   options o;
@@ -233,7 +234,7 @@ void check_narrow(backend device, cuda_path path, int tile) {
   }
   CHECK(low > 0);  // both saturation ends were exercised
   CHECK(high > 0);
-  if (sizeof(T) == 1) CHECK(in_window < (long long)out.size() / 20);  // the exact check covered most pixels
+  if (sizeof(T) == 1) CHECK(in_window < (long long)out.size() / 10);  // the exact check covered most pixels
 }
 
 }  // namespace
