@@ -13,8 +13,9 @@ namespace {
 
 using cf = fft::complex_t<float>;
 
-// Values per thread: a 32-tile keeps 8 (128 threads), larger tiles 16 (256 threads for 64,
-// 1024 for 128). The macros exist for tuning builds (scripts/gpu-check.sh --variant).
+// Values per thread: a 32-tile keeps 8 (128 threads), larger tiles 16 (256 threads for 64;
+// for 128, two lines per thread, 512 threads). The macros exist for tuning builds
+// (scripts/gpu-check.sh --variant).
 #ifndef GPUCONV_FUSED_ITEMS_32
 #define GPUCONV_FUSED_ITEMS_32 8
 #endif
@@ -24,11 +25,17 @@ using cf = fft::complex_t<float>;
 #ifndef GPUCONV_FUSED_ITEMS_128
 #define GPUCONV_FUSED_ITEMS_128 16
 #endif
+#ifndef GPUCONV_FUSED_LINES_64
+#define GPUCONV_FUSED_LINES_64 1
+#endif
+#ifndef GPUCONV_FUSED_LINES_128
+#define GPUCONV_FUSED_LINES_128 2
+#endif
 template <int tile>
 struct policy_for;
 template <> struct policy_for<32> { using type = fused_policy<32, GPUCONV_FUSED_ITEMS_32>; };
-template <> struct policy_for<64> { using type = fused_policy<64, GPUCONV_FUSED_ITEMS_64>; };
-template <> struct policy_for<128> { using type = fused_policy<128, GPUCONV_FUSED_ITEMS_128>; };
+template <> struct policy_for<64> { using type = fused_policy<64, GPUCONV_FUSED_ITEMS_64, GPUCONV_FUSED_LINES_64>; };
+template <> struct policy_for<128> { using type = fused_policy<128, GPUCONV_FUSED_ITEMS_128, GPUCONV_FUSED_LINES_128>; };
 
 template <typename F>
 void dispatch_tile(int tile, F&& f) {

@@ -28,14 +28,21 @@
 
 namespace gpuconv::conv {
 
-template <int tile_, int items_>
+// items_: values of one line a thread holds; lines_: lines a thread works on one after the
+// other (2 halves the threads, keeping the registers of a 16-point line per FFT: a
+// 128-tile at 1024 threads x 64 registers spills, at 512 threads x 2 lines it need not).
+template <int tile_, int items_, int lines_ = 1>
 struct fused_policy {
-  static_assert(fft::is_pow2(tile_) && fft::is_pow2(items_) && items_ <= tile_ && tile_ >= 32,
-                "fused_policy: tiles of 32 or more, powers of two");
+  static_assert(fft::is_pow2(tile_) && fft::is_pow2(items_) && items_ <= tile_ && tile_ >= 32 &&
+                    (lines_ == 1 || lines_ == 2),
+                "fused_policy: tiles of 32 or more, powers of two; 1 or 2 lines per thread");
   static constexpr int tile = tile_;
   static constexpr int items_per_thread = items_;
+  static constexpr int lines_per_thread = lines_;
   static constexpr int threads_per_line = tile_ / items_;
-  static constexpr int block_threads = tile_ * threads_per_line;
+  static constexpr int lanes = tile_ / lines_;  // lines in flight at once, one per lane
+  static_assert(lanes >= 32, "fused_policy: a warp spans lines");
+  static constexpr int block_threads = lanes * threads_per_line;
   // complex values per line in shared memory: block_fft_t's padded line (T + T/16) rounded
   // up to odd, so that 16 lanes on 16 consecutive lines hit 16 distinct 8-byte banks
   static constexpr int line_stride = tile_ + tile_ / 16 + 1;
@@ -126,9 +133,9 @@ __device__ GPUCONV_INLINE void store_column(out_t* __restrict__ out, const tile_
 
 }  // namespace detail
 
-// Thread layout: line = threadIdx.x % T, t = threadIdx.x / T. Each line (a column of the
-// tile first, then a row) is spread over T/I threads of the same t-stride, one line per
-// lane: loads and stores of a warp cover 32 neighbouring pixels, twiddles (which depend on
+// Thread layout: line = threadIdx.x % lanes (+ lanes for a thread's second line), t =
+// threadIdx.x / lanes. Each line (a column of the tile first, then a row) is spread over
+// T/I threads of the same t-stride, one line per lane: loads and stores of a warp cover 32 neighbouring pixels, twiddles (which depend on
 // t alone) are broadcasts, and shared accesses of a warp fall on 32 consecutive lines of
 // odd stride, free of bank conflicts. The price: block_fft_t synchronises the block.
 template <typename policy, typename in_t, typename out_t>
@@ -137,50 +144,68 @@ fused_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_map
                   const fft::complex_t<float>* __restrict__ spectrum, const fft::complex_t<float>* __restrict__ table) {
   using cf = fft::complex_t<float>;
   constexpr int T = policy::tile, TL = policy::threads_per_line, I = policy::items_per_thread;
+  constexpr int L = policy::lines_per_thread, lanes = policy::lanes;
   constexpr int stride = policy::line_stride;
   using forward_t = fft::block_fft_t<T, TL, false, fft::twiddle_load_late, true>;
   using inverse_t = fft::block_fft_t<T, TL, true, fft::twiddle_load_late, true>;
   extern __shared__ __align__(16) unsigned char shared_raw[];
   cf* shared = reinterpret_cast<cf*>(shared_raw);
 
-  const int line = threadIdx.x % T, t = threadIdx.x / T;
-  cf* line_shared = shared + line * stride;
+  // this thread's lines: first + lanes * h, h < L
+  const int first = threadIdx.x % lanes, t = threadIdx.x / lanes;
+  auto line_of = [&](int h) { return first + lanes * h; };
+  auto line_shared = [&](int h) { return shared + line_of(h) * stride; };
   const long long pairs = (total_tiles + 1) / 2;
   for (long long pair = blockIdx.x; pair < pairs; pair += gridDim.x) {
     const long long ga = 2 * pair, gb = ga + 1;
-    fft::array_t<cf, I> v;
-    {
+    fft::array_t<cf, I> v[L];
+    fft::static_for<L>([&](auto h) {
       float a[I], b[I];
-      detail::load_column<I, TL>(in, m, ga, total_tiles, line, t, a);
-      detail::load_column<I, TL>(in, m, gb, total_tiles, line, t, b);
-      fft::static_for<I>([&](auto j) { v[j.value] = {a[j.value], b[j.value]}; });
-    }
-    forward_t::run(v, line_shared, t, table);  // columns: v[j] = X(ky = t + TL*j, x = line)
+      detail::load_column<I, TL>(in, m, ga, total_tiles, line_of(h.value), t, a);
+      detail::load_column<I, TL>(in, m, gb, total_tiles, line_of(h.value), t, b);
+      fft::static_for<I>([&](auto j) { v[h.value][j.value] = {a[j.value], b[j.value]}; });
+    });
+    // columns: v[h][j] = X(ky = t + TL*j, x = line)
+    fft::static_for<L>([&](auto h) { forward_t::run(v[h.value], line_shared(h.value), t, table); });
     __syncthreads();
-    fft::static_for<I>([&](auto j) { line_shared[t + TL * j.value] = v[j.value]; });  // [x][ky]
+    fft::static_for<L>([&](auto h) {  // [x][ky]
+      fft::static_for<I>([&](auto j) { line_shared(h.value)[t + TL * j.value] = v[h.value][j.value]; });
+    });
     __syncthreads();
-    fft::static_for<I>([&](auto j) { v[j.value] = shared[(t + TL * j.value) * stride + line]; });  // line = ky
+    fft::static_for<L>([&](auto h) {  // now the line is ky
+      fft::static_for<I>([&](auto j) { v[h.value][j.value] = shared[(t + TL * j.value) * stride + line_of(h.value)]; });
+    });
     __syncthreads();
-    forward_t::run(v, line_shared, t, table);  // rows: v[j] = X(ky = line, kx = t + TL*j)
-    // the kernel's spectrum, [kx][ky]: neighbouring lanes read neighbouring values
-    fft::static_for<I>([&](auto j) { v[j.value] = v[j.value] * fft::load_ro_late(spectrum + (t + TL * j.value) * T + line); });
+    // rows: v[h][j] = X(ky = line, kx = t + TL*j), times the kernel's spectrum [kx][ky]
+    // (neighbouring lanes read neighbouring values), then back: v[h][j] = (ky = line, x = t + TL*j)
+    fft::static_for<L>([&](auto h) { forward_t::run(v[h.value], line_shared(h.value), t, table); });
+    fft::static_for<L>([&](auto h) {
+      fft::static_for<I>([&](auto j) {
+        v[h.value][j.value] = v[h.value][j.value] * fft::load_ro_late(spectrum + (t + TL * j.value) * T + line_of(h.value));
+      });
+    });
     __syncthreads();  // the forward pass's shared reads are done before the inverse writes
-    inverse_t::run(v, line_shared, t, table);  // rows back: v[j] = (ky = line, x = t + TL*j)
+    fft::static_for<L>([&](auto h) { inverse_t::run(v[h.value], line_shared(h.value), t, table); });
     __syncthreads();
-    fft::static_for<I>([&](auto j) { shared[(t + TL * j.value) * stride + line] = v[j.value]; });  // [x][ky]
+    fft::static_for<L>([&](auto h) {  // [x][ky]
+      fft::static_for<I>([&](auto j) { shared[(t + TL * j.value) * stride + line_of(h.value)] = v[h.value][j.value]; });
+    });
     __syncthreads();
-    fft::static_for<I>([&](auto j) { v[j.value] = line_shared[t + TL * j.value]; });  // line = x
+    fft::static_for<L>([&](auto h) {  // now the line is x
+      fft::static_for<I>([&](auto j) { v[h.value][j.value] = line_shared(h.value)[t + TL * j.value]; });
+    });
     __syncthreads();
-    inverse_t::run(v, line_shared, t, table);  // columns back: v[j] = y(t + TL*j, line)
-    {
+    // columns back: v[h][j] = y(t + TL*j, line)
+    fft::static_for<L>([&](auto h) { inverse_t::run(v[h.value], line_shared(h.value), t, table); });
+    fft::static_for<L>([&](auto h) {
       float a[I], b[I];
       fft::static_for<I>([&](auto j) {
-        a[j.value] = v[j.value].re;
-        b[j.value] = v[j.value].im;
+        a[j.value] = v[h.value][j.value].re;
+        b[j.value] = v[h.value][j.value].im;
       });
-      detail::store_column<I, TL>(out, m, ga, total_tiles, line, t, a);
-      detail::store_column<I, TL>(out, m, gb, total_tiles, line, t, b);
-    }
+      detail::store_column<I, TL>(out, m, ga, total_tiles, line_of(h.value), t, a);
+      detail::store_column<I, TL>(out, m, gb, total_tiles, line_of(h.value), t, b);
+    });
     __syncthreads();  // the line scratch is reused by the next pair
   }
 }
