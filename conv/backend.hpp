@@ -64,27 +64,36 @@ struct problem {
   geometry geo;
   tiling tiles;
   tile_map map;
-  std::vector<float> kernel;  // effective (flipped for correlation), kh x kw
+  std::vector<float> kernel;  // effective kernels (flipped for correlation), kernels x kh x kw
   int kh, kw;
   plan_options options;
+  int kernels = 1;            // the bank's size
 
   // Sets the tiling and the index map that goes with it.
   void set_tiling(const tiling& t) {
     tiles = t;
     map = tile_map{height, width, geo.out_h, geo.out_w, kh, kw, geo.oy, geo.ox,
                    t.tile_h, t.tile_w, t.valid_h, t.valid_w, t.tiles_x, t.tiles_per_plane(),
-                   options.semantics.border, options.semantics.constant_value};
+                   options.semantics.border, options.semantics.constant_value,
+                   planes * t.tiles_per_plane(), kernels};
   }
-  long long total_tiles() const { return planes * tiles.tiles_per_plane(); }
-  long long output_elements() const { return planes * map.out_h * map.out_w; }
+  long long total_tiles() const { return kernels * planes * tiles.tiles_per_plane(); }
+  long long output_planes() const { return (long long)planes * kernels; }
+  long long output_elements() const { return output_planes() * map.out_h * map.out_w; }
   long long input_elements() const { return planes * height * width; }
-  // The kernel zero-padded to one tile, scaled by 1/(tile_h*tile_w) so that the
+  // Kernel k of the bank (kh x kw).
+  std::vector<float> kernel_at(int k) const {
+    const auto first = kernel.begin() + (std::ptrdiff_t)k * kh * kw;
+    return std::vector<float>(first, first + (std::ptrdiff_t)kh * kw);
+  }
+  // Kernel k zero-padded to one tile, scaled by 1/(tile_h*tile_w) so that the
   // unnormalised inverse FFT comes out normalised.
-  std::vector<float> kernel_tile() const {
+  std::vector<float> kernel_tile(int k) const {
     std::vector<float> t((std::size_t)tiles.tile_h * tiles.tile_w, 0.f);
     const float scale = 1.0f / (float(tiles.tile_h) * float(tiles.tile_w));
+    const float* kk = kernel.data() + (std::size_t)k * kh * kw;
     for (int i = 0; i < kh; ++i)
-      for (int j = 0; j < kw; ++j) t[(std::size_t)i * tiles.tile_w + j] = kernel[(std::size_t)i * kw + j] * scale;
+      for (int j = 0; j < kw; ++j) t[(std::size_t)i * tiles.tile_w + j] = kk[(std::size_t)i * kw + j] * scale;
     return t;
   }
 };

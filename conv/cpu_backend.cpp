@@ -24,13 +24,16 @@ class cpu_backend final : public plan::impl {
         rows_(tw_, th_, 1),
         columns_(th_) {
     threads_ = prob.options.threads > 0 ? prob.options.threads : (int)std::max(1u, std::thread::hardware_concurrency());
-    // kernel spectrum, transposed layout [half][th]
-    const auto k = prob.kernel_tile();
+    // the kernels' spectra, each in the transposed layout [half][th]
     std::vector<cf> work((std::size_t)th_ * half_), scratch(th_);
-    spectrum_.resize(work.size());
-    rows_.forward(k.data(), work.data());
-    transpose(work.data(), spectrum_.data(), th_, half_);
-    columns_.forward(spectrum_.data(), half_, scratch.data());
+    spectra_.resize(prob.kernels);
+    for (int k = 0; k < prob.kernels; ++k) {
+      const auto tile = prob.kernel_tile(k);
+      spectra_[k].resize(work.size());
+      rows_.forward(tile.data(), work.data());
+      transpose(work.data(), spectra_[k].data(), th_, half_);
+      columns_.forward(spectra_[k].data(), half_, scratch.data());
+    }
   }
 
   backend kind() const override { return backend::cpu; }
@@ -75,7 +78,8 @@ class cpu_backend final : public plan::impl {
     rows_.forward(tile.data(), a.data());
     transpose(a.data(), b.data(), th_, half_);
     columns_.forward(b.data(), half_, scratch.data());
-    for (std::size_t i = 0; i < b.size(); ++i) b[i] = b[i] * spectrum_[i];
+    const std::vector<cf>& spectrum = spectra_[m.locate(g).kernel];
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = b[i] * spectrum[i];
     columns_.inverse(b.data(), half_, scratch.data());
     transpose(b.data(), a.data(), half_, th_);
     rows_.inverse(a.data(), tile.data());
@@ -89,7 +93,7 @@ class cpu_backend final : public plan::impl {
   int th_, tw_, half_, threads_ = 1;
   fft::host::real_1d_plan<float> rows_;
   fft::host::complex_1d_plan<float> columns_;
-  std::vector<cf> spectrum_;
+  std::vector<std::vector<cf>> spectra_;
 };
 
 }  // namespace

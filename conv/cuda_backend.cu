@@ -94,7 +94,7 @@ class cuda_backend final : public plan::impl {
     staging_bytes_ = std::min(io_bytes, choice.fused ? cap : cap / 2);
     const std::size_t work_cap = cap > staging_bytes_ ? cap - staging_bytes_ : 0;
     if (choice.fused) {
-      fused_ = std::make_unique<fused_tiles>(prob.tiles.tile_h, prob.kernel, prob.kh, prob.kw);
+      fused_ = std::make_unique<fused_tiles>(prob.tiles.tile_h, prob.kernel, prob.kernels, prob.kh, prob.kw);
     } else {
       const long long th = prob.tiles.tile_h, tw = prob.tiles.tile_w;
       // per tile: the real tile and the 2D plan's two complex work buffers
@@ -105,12 +105,14 @@ class cuda_backend final : public plan::impl {
       chunk_ = std::clamp<long long>((long long)(work_cap / per_tile), 1, prob.total_tiles());
       fft_ = std::make_unique<fft::real_2d_plan>((int)th, (int)tw, chunk_);
       tiles_ = device_buffer<float>(std::size_t(chunk_) * th * tw);
-      spectrum_ = device_buffer<cf>(fft_->spectrum_elements());
-      const auto k = prob.kernel_tile();
-      device_buffer<float> d_k(k.size());
-      GPUCONV_CUDA(cudaMemcpy(d_k.data(), k.data(), d_k.bytes(), cudaMemcpyHostToDevice));
-      fft_->spectrum_transposed(d_k.data(), spectrum_.data());
-      GPUCONV_CUDA(cudaDeviceSynchronize());
+      spectrum_ = device_buffer<cf>(std::size_t(fft_->spectrum_elements()) * prob.kernels);
+      device_buffer<float> d_k(std::size_t(th) * tw);
+      for (int k = 0; k < prob.kernels; ++k) {
+        const auto tile = prob.kernel_tile(k);
+        GPUCONV_CUDA(cudaMemcpy(d_k.data(), tile.data(), d_k.bytes(), cudaMemcpyHostToDevice));
+        fft_->spectrum_transposed(d_k.data(), spectrum_.data() + fft_->spectrum_elements() * k);
+        GPUCONV_CUDA(cudaDeviceSynchronize());
+      }
     }
   }
 
@@ -118,7 +120,7 @@ class cuda_backend final : public plan::impl {
   bool fused() const override { return fused_ != nullptr; }
 
   void execute_device(const void* in, void* out, pixel p, cudaStream_t stream) override {
-    run(in, out, p, prob.map, prob.total_tiles(), stream);
+    run(in, out, p, prob.map, stream);
   }
 
   void execute(const void* in, void* out, pixel p) override {
@@ -130,7 +132,7 @@ class cuda_backend final : public plan::impl {
       char* d_in = staging_.data();
       char* d_out = d_in + align_up(in_bytes);
       GPUCONV_CUDA(cudaMemcpyAsync(d_in, in, in_bytes, cudaMemcpyHostToDevice, stream_));
-      run(d_in, d_out, p, prob.map, prob.total_tiles(), stream_);
+      run(d_in, d_out, p, prob.map, stream_);
       GPUCONV_CUDA(cudaMemcpyAsync(out, d_out, out_bytes, cudaMemcpyDeviceToHost, stream_));
       GPUCONV_CUDA(cudaStreamSynchronize(stream_));
       return;
@@ -145,23 +147,29 @@ class cuda_backend final : public plan::impl {
     if (staging_.size() == 0) staging_ = device_buffer<char>(staging_bytes_ + 512);
   }
 
-  void run(const void* in, void* out, pixel p, const tile_map& map, long long total, cudaStream_t stream) {
+  // Every tile of map m: one fused launch, or the multi-pass pipeline kernel by kernel of
+  // the bank (its chunks share one spectrum), in chunks of the workspace.
+  void run(const void* in, void* out, pixel p, const tile_map& map, cudaStream_t stream) {
     dispatch_pixel(p, [&](auto type) {
       using T = decltype(type);
       const T* src = static_cast<const T*>(in);
       T* dst = static_cast<T*>(out);
       const tile_map m = map_for<T>(map);
       if (fused_) {
-        fused_->run(src, dst, m, total, stream);
+        fused_->run(src, dst, m, stream);
         return;
       }
-      for (long long first = 0; first < total; first += chunk_) {
-        const long long count = std::min(chunk_, total - first);
-        gather_kernel<<<grid_for(chunk_ * m.tile_h * m.tile_w), 256, 0, stream>>>(src, tiles_.data(), m, first, chunk_, total);
-        check_launch("gather_kernel");
-        fft_->convolve(tiles_.data(), tiles_.data(), spectrum_.data(), stream);
-        scatter_kernel<<<grid_for(count * m.valid_h * m.valid_w), 256, 0, stream>>>(tiles_.data(), dst, m, first, count, total);
-        check_launch("scatter_kernel");
+      for (int k = 0; k < m.kernels; ++k) {
+        const cf* spectrum = spectrum_.data() + fft_->spectrum_elements() * k;
+        const long long end = (k + 1) * m.tiles_per_kernel;
+        for (long long first = k * m.tiles_per_kernel; first < end; first += chunk_) {
+          const long long count = std::min(chunk_, end - first);
+          gather_kernel<<<grid_for(chunk_ * m.tile_h * m.tile_w), 256, 0, stream>>>(src, tiles_.data(), m, first, chunk_, end);
+          check_launch("gather_kernel");
+          fft_->convolve(tiles_.data(), tiles_.data(), spectrum, stream);
+          scatter_kernel<<<grid_for(count * m.valid_h * m.valid_w), 256, 0, stream>>>(tiles_.data(), dst, m, first, count, end);
+          check_launch("scatter_kernel");
+        }
       }
     });
   }
@@ -170,11 +178,11 @@ class cuda_backend final : public plan::impl {
   void execute_in_bands(const char* in, char* out, pixel p) {
     const std::size_t bytes = pixel_bytes(p);
     const tile_map& m = prob.map;
-    const long long W = prob.width, H = prob.height, ow = m.out_w, oh = m.out_h;
-    // rows of output a band holds: (rows + kh - 1) input rows and `rows` output rows, a
-    // whole number of tile rows when there is room for one
-    const long long per_row = (W + ow) * (long long)bytes;
-    long long rows = ((long long)staging_bytes_ / (long long)bytes - (m.kh - 1) * W) / (W + ow);
+    const long long W = prob.width, H = prob.height, ow = m.out_w, oh = m.out_h, kc = m.kernels;
+    // rows of output a band holds: (rows + kh - 1) input rows and `rows` output rows per
+    // kernel of the bank, a whole number of tile rows when there is room for one
+    const long long per_row = (W + kc * ow) * (long long)bytes;
+    long long rows = ((long long)staging_bytes_ / (long long)bytes - (m.kh - 1) * W) / (W + kc * ow);
     if (rows >= m.valid_h) rows = rows / m.valid_h * m.valid_h;
     rows = std::min(rows, oh);
     if (rows < 1)
@@ -189,7 +197,7 @@ class cuda_backend final : public plan::impl {
     from_float(outside.data(), outside.size(), p, outside_row.data());
     for (int plane = 0; plane < prob.planes; ++plane) {
       const char* src = in + std::size_t(plane) * H * W * bytes;
-      char* dst = out + std::size_t(plane) * oh * ow * bytes;
+      char* dst = out + std::size_t(plane) * kc * oh * ow * bytes;  // its kc output planes
       for (long long y0 = 0; y0 < oh; y0 += rows) {
         const long long band = std::min(rows, oh - y0), in_rows = band + m.kh - 1;
         const long long first = y0 + m.oy - (m.kh - 1);  // input row of band row 0
@@ -210,10 +218,11 @@ class cuda_backend final : public plan::impl {
         b.out_h = band;
         b.oy = m.kh - 1;  // 'valid' along y: every row the band reads is in the uploaded block
         const long long tiles_y = (band + m.valid_h - 1) / m.valid_h;
-        b.tiles_per_plane = tiles_y * m.tiles_x;
-        run(d_in, d_out, p, b, b.tiles_per_plane, stream_);
-        GPUCONV_CUDA(cudaMemcpyAsync(dst + std::size_t(y0) * ow * bytes, d_out, std::size_t(band) * ow * bytes,
-                                     cudaMemcpyDeviceToHost, stream_));
+        b.tiles_per_plane = b.tiles_per_kernel = tiles_y * m.tiles_x;  // one input plane
+        run(d_in, d_out, p, b, stream_);
+        for (long long k = 0; k < kc; ++k)  // the band's output plane k: rows y0.. of output plane k
+          GPUCONV_CUDA(cudaMemcpyAsync(dst + std::size_t(k * oh + y0) * ow * bytes, d_out + std::size_t(k * band) * ow * bytes,
+                                       std::size_t(band) * ow * bytes, cudaMemcpyDeviceToHost, stream_));
         GPUCONV_CUDA(cudaStreamSynchronize(stream_));  // the staging is reused by the next band
       }
     }

@@ -49,7 +49,7 @@ void dispatch_tile(int tile, F&& f) {
 
 }  // namespace
 
-std::vector<cf> fused_tiles::spectrum(int tile, const std::vector<float>& kernel, int kh, int kw) {
+std::vector<cf> fused_tiles::spectrum(int tile, const float* kernel, int kh, int kw) {
   const int T = tile;
   std::vector<fft::complex_t<double>> w(T);
   for (int e = 0; e < T; ++e) w[e] = fft::unit_root(e, T);
@@ -72,7 +72,8 @@ std::vector<cf> fused_tiles::spectrum(int tile, const std::vector<float>& kernel
   return out;
 }
 
-fused_tiles::fused_tiles(int tile, const std::vector<float>& kernel, int kh, int kw) : tile_(tile) {
+fused_tiles::fused_tiles(int tile, const std::vector<float>& kernels, int count, int kh, int kw)
+    : tile_(tile), count_(count) {
 #ifdef GPUCONV_FUSED_PERSISTENT  // tuning builds: a grid of this many waves of resident blocks
   int device = 0, sms = 0, per_sm = 0;
   GPUCONV_CUDA(cudaGetDevice(&device));
@@ -90,9 +91,15 @@ fused_tiles::fused_tiles(int tile, const std::vector<float>& kernel, int kh, int
   if (kh > tile || kw > tile)
     throw std::invalid_argument("fused_tiles: kernel " + std::to_string(kh) + " x " + std::to_string(kw) +
                                 " does not fit a " + std::to_string(tile) + " tile");
-  const auto s = spectrum(tile, kernel, kh, kw);
-  spectrum_ = device_buffer<cf>(s.size());
-  GPUCONV_CUDA(cudaMemcpy(spectrum_.data(), s.data(), spectrum_.bytes(), cudaMemcpyHostToDevice));
+  if (count < 1 || kernels.size() != std::size_t(count) * kh * kw)
+    throw std::invalid_argument("fused_tiles: " + std::to_string(kernels.size()) + " kernel values for " +
+                                std::to_string(count) + " kernels of " + std::to_string(kh) + " x " + std::to_string(kw));
+  const std::size_t per = std::size_t(tile) * tile;
+  spectrum_ = device_buffer<cf>(per * count);
+  for (int k = 0; k < count; ++k) {
+    const auto s = spectrum(tile, kernels.data() + std::size_t(k) * kh * kw, kh, kw);
+    GPUCONV_CUDA(cudaMemcpy(spectrum_.data() + per * k, s.data(), per * sizeof(cf), cudaMemcpyHostToDevice));
+  }
   const auto table = fft::twiddle_table<float>(2 * tile);  // block_fft_t's W_{2N}^e
   table_ = device_buffer<cf>(table.size());
   GPUCONV_CUDA(cudaMemcpy(table_.data(), table.data(), table_.bytes(), cudaMemcpyHostToDevice));
@@ -109,25 +116,28 @@ fused_tiles::fused_tiles(int tile, const std::vector<float>& kernel, int kh, int
 }
 
 template <typename in_t, typename out_t>
-void fused_tiles::run(const in_t* in, out_t* out, const tile_map& m, long long total_tiles, cudaStream_t stream) const {
+void fused_tiles::run(const in_t* in, out_t* out, const tile_map& m, cudaStream_t stream) const {
   if (m.tile_h != tile_ || m.tile_w != tile_)
     throw std::invalid_argument("fused_tiles::run: the map's tiles are not " + std::to_string(tile_) + " square");
+  if (m.kernels != count_)
+    throw std::invalid_argument("fused_tiles::run: the map has " + std::to_string(m.kernels) + " kernels, the plan " +
+                                std::to_string(count_));
+  const long long total_tiles = m.tiles_per_kernel * m.kernels;
   if (total_tiles < 1) return;
   if (total_tiles >= (1LL << 31))
     throw std::invalid_argument("fused_tiles::run: " + std::to_string(total_tiles) + " tiles in one launch (at most 2^31 - 1)");
   dispatch_tile(tile_, [&](auto t) {
     using policy = typename policy_for<decltype(t)::value>::type;
-    const long long pairs = (total_tiles + 1) / 2;
+    const long long pairs = (m.tiles_per_kernel + 1) / 2 * m.kernels;
     const unsigned grid = (unsigned)std::min<long long>(pairs, max_grid_);
-    fused_tile_kernel<policy, in_t, out_t><<<grid, policy::block_threads, policy::shared_memory_bytes, stream>>>(in, out, m, total_tiles,
-                                                                                          spectrum_.data(), table_.data());
+    fused_tile_kernel<policy, in_t, out_t><<<grid, policy::block_threads, policy::shared_memory_bytes, stream>>>(in, out, m, spectrum_.data(),
+                                                                                          table_.data());
     check_launch("fused_tile_kernel");
   });
 }
 
-#define GPUCONV_FUSED_RUN(in_t, out_t)                                                                        \
-  template void fused_tiles::run<in_t, out_t>(const in_t*, out_t*, const tile_map&, long long, cudaStream_t) \
-      const;
+#define GPUCONV_FUSED_RUN(in_t, out_t) \
+  template void fused_tiles::run<in_t, out_t>(const in_t*, out_t*, const tile_map&, cudaStream_t) const;
 GPUCONV_FUSED_RUN(float, float)
 GPUCONV_FUSED_RUN(std::uint8_t, std::uint8_t)
 GPUCONV_FUSED_RUN(std::uint16_t, std::uint16_t)

@@ -19,22 +19,24 @@ class fused_tiles {
   static constexpr int max_tile = 128;
   static bool supports(int tile) { return tile == 32 || tile == 64 || tile == 128; }
 
-  // kernel: the effective kernel (already flipped for correlation), kh x kw row-major.
-  // Throws std::invalid_argument when tile is not supported or smaller than the kernel.
-  fused_tiles(int tile, const std::vector<float>& kernel, int kh, int kw);
+  // kernels: `count` effective kernels (already flipped for correlation), kh x kw row-major,
+  // one after another. Throws std::invalid_argument when tile is not supported or smaller
+  // than the kernel.
+  fused_tiles(int tile, const std::vector<float>& kernels, int count, int kh, int kw);
 
-  // One launch over `total_tiles` tiles of map m (tile_h = tile_w = tile). Asynchronous.
+  // One launch over every tile of map m (tile_h = tile_w = tile; m.kernels = count).
+  // Asynchronous.
   template <typename in_t, typename out_t>
-  void run(const in_t* in, out_t* out, const tile_map& m, long long total_tiles, cudaStream_t stream) const;
+  void run(const in_t* in, out_t* out, const tile_map& m, cudaStream_t stream) const;
 
   int tile() const { return tile_; }
 
   // The spectrum the kernel multiplies by, computed on the host in double and rounded once:
   // K[kx][ky] = sum_{i,j} k(i, j) W_T^(ky*i + kx*j) / T^2, W_T = exp(-2 pi i / T).
-  static std::vector<fft::complex_t<float>> spectrum(int tile, const std::vector<float>& kernel, int kh, int kw);
+  static std::vector<fft::complex_t<float>> spectrum(int tile, const float* kernel, int kh, int kw);
 
  private:
-  int tile_;
+  int tile_, count_;
   long long max_grid_ = 0x7fffffffLL;  // one block per tile pair
   device_buffer<fft::complex_t<float>> spectrum_, table_;
 };

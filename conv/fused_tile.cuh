@@ -46,7 +46,11 @@ struct fused_policy {
   // complex values per line in shared memory: block_fft_t's padded line (T + T/16) rounded
   // up to odd, so that 16 lanes on 16 consecutive lines hit 16 distinct 8-byte banks
   static constexpr int line_stride = tile_ + tile_ / 16 + 1;
-  static constexpr int shared_memory_bytes = tile_ * line_stride * 8;
+  // the lines, then the two tile origins of the pair (detail::tile_origin, 6 x 8 bytes each)
+  static constexpr int shared_memory_bytes = tile_ * line_stride * 8 + 2 * 48;
+  // register budget: the blocks per SM that the registers must allow (the compiler left to
+  // itself keeps per-pair index values live across the FFTs and drops a block or more)
+  static constexpr int min_blocks = block_threads <= 128 ? 8 : block_threads <= 256 ? 2 : 1;
 };
 
 namespace detail {
@@ -62,35 +66,35 @@ __device__ GPUCONV_INLINE out_t convert_out(float v) {
   }
 }
 
-// Where tile g starts: its plane, its first output pixel and the input coordinates of its
-// element (0, 0) (before the boundary rule).
+// Where tile g starts: its input and output planes, its first output pixel and the input
+// coordinates of its element (0, 0) (before the boundary rule).
 struct tile_origin {
-  long long plane;
+  long long in_plane, out_plane;
   long long out_y, out_x;
   long long in_y, in_x;
 };
 
-// 32-bit divisions: a launch holds fewer than 2^31 tiles (fused_tiles::run checks), and
-// 64-bit division is a long software routine on the GPU.
+// tile_map::locate in 32-bit divisions: a launch holds fewer than 2^31 tiles
+// (fused_tiles::run checks), and 64-bit division is a long software routine on the GPU.
 __device__ GPUCONV_INLINE tile_origin origin_of(const tile_map& m, long long g) {
-  const unsigned per_plane = (unsigned)m.tiles_per_plane, gu = (unsigned)g;
-  const unsigned plane = gu / per_plane, t = gu - plane * per_plane;
+  const unsigned gu = (unsigned)g, per_kernel = (unsigned)m.tiles_per_kernel, per_plane = (unsigned)m.tiles_per_plane;
+  const unsigned k = gu / per_kernel, r = gu - k * per_kernel;
+  const unsigned plane = r / per_plane, t = r - plane * per_plane;
   const unsigned ty = t / (unsigned)m.tiles_x, tx = t - ty * (unsigned)m.tiles_x;
   const long long oy = (long long)ty * m.valid_h, ox = (long long)tx * m.valid_w;
-  return {plane, oy, ox, oy + m.oy - (m.kh - 1), ox + m.ox - (m.kw - 1)};
+  return {plane, (long long)plane * m.kernels + k, oy, ox, oy + m.oy - (m.kh - 1), ox + m.ox - (m.kw - 1)};
 }
 
-// Column `v` of tile g, rows t + TL*j (j < I), as floats; 0 for a tile past the end.
+// Column `v` of the tile at o, rows t + TL*j (j < I), as floats; 0 when there is no tile.
 // Neighbouring lanes hold neighbouring columns, so each load is one coalesced row segment.
 template <int I, int TL, typename in_t>
-__device__ GPUCONV_INLINE void load_column(const in_t* __restrict__ in, const tile_map& m, long long g, long long total,
-                                           int v, int t, float (&x)[I]) {
-  if (g >= total) {
+__device__ GPUCONV_INLINE void load_column(const in_t* __restrict__ in, const tile_map& m, bool present,
+                                           const tile_origin& o, int v, int t, float (&x)[I]) {
+  if (!present) {
 #pragma unroll
     for (int j = 0; j < I; ++j) x[j] = 0.f;
     return;
   }
-  const tile_origin o = origin_of(m, g);
   const int c = border_index(o.in_x + v, (int)m.width, m.border);
   const float outside = m.border == boundary::constant ? m.constant_value : 0.f;
   if (c < 0) {
@@ -98,7 +102,7 @@ __device__ GPUCONV_INLINE void load_column(const in_t* __restrict__ in, const ti
     for (int j = 0; j < I; ++j) x[j] = outside;
     return;
   }
-  const in_t* column = in + o.plane * m.height * m.width + c;
+  const in_t* column = in + o.in_plane * m.height * m.width + c;
   const long long r0 = o.in_y + t;
   if (o.in_y >= 0 && o.in_y + I * TL - 1 < m.height) {  // the whole tile column is inside
 #pragma unroll
@@ -112,17 +116,16 @@ __device__ GPUCONV_INLINE void load_column(const in_t* __restrict__ in, const ti
   }
 }
 
-// Writes the valid outputs of column `v` of tile g from x[j] (rows t + TL*j).
+// Writes the valid outputs of column `v` of the tile at o from x[j] (rows t + TL*j).
 template <int I, int TL, typename out_t>
-__device__ GPUCONV_INLINE void store_column(out_t* __restrict__ out, const tile_map& m, long long g, long long total,
-                                            int v, int t, const float (&x)[I]) {
-  if (g >= total) return;
+__device__ GPUCONV_INLINE void store_column(out_t* __restrict__ out, const tile_map& m, bool present,
+                                            const tile_origin& o, int v, int t, const float (&x)[I]) {
+  if (!present) return;
   const int b = v - (m.kw - 1);
   if (b < 0) return;
-  const tile_origin o = origin_of(m, g);
   const long long xo = o.out_x + b;
   if (xo >= m.out_w) return;
-  out_t* column = out + o.plane * m.out_h * m.out_w + xo;
+  out_t* column = out + o.out_plane * m.out_h * m.out_w + xo;
 #pragma unroll
   for (int j = 0; j < I; ++j) {
     const int a = t + TL * j - (m.kh - 1);
@@ -139,9 +142,9 @@ __device__ GPUCONV_INLINE void store_column(out_t* __restrict__ out, const tile_
 // t alone) are broadcasts, and shared accesses of a warp fall on 32 consecutive lines of
 // odd stride, free of bank conflicts. The price: block_fft_t synchronises the block.
 template <typename policy, typename in_t, typename out_t>
-__global__ void __launch_bounds__(policy::block_threads)
-fused_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_map m, long long total_tiles,
-                  const fft::complex_t<float>* __restrict__ spectrum, const fft::complex_t<float>* __restrict__ table) {
+__global__ void __launch_bounds__(policy::block_threads, policy::min_blocks)
+fused_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_map m,
+                  const fft::complex_t<float>* __restrict__ spectra, const fft::complex_t<float>* __restrict__ table) {
   using cf = fft::complex_t<float>;
   constexpr int T = policy::tile, TL = policy::threads_per_line, I = policy::items_per_thread;
   constexpr int L = policy::lines_per_thread, lanes = policy::lanes;
@@ -150,19 +153,29 @@ fused_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_map
   using inverse_t = fft::block_fft_t<T, TL, true, fft::twiddle_load_late, true>;
   extern __shared__ __align__(16) unsigned char shared_raw[];
   cf* shared = reinterpret_cast<cf*>(shared_raw);
+  // where the pair's two tiles sit, computed once per pair by two threads and read back
+  // from shared memory where needed (not kept in registers across the FFTs)
+  auto* origins = reinterpret_cast<detail::tile_origin*>(shared_raw + T * stride * 8);
 
   // this thread's lines: first + lanes * h, h < L
   const int first = threadIdx.x % lanes, t = threadIdx.x / lanes;
   auto line_of = [&](int h) { return first + lanes * h; };
   auto line_shared = [&](int h) { return shared + line_of(h) * stride; };
-  const long long pairs = (total_tiles + 1) / 2;
+  // tiles pair up within a kernel of the bank (both halves of a pair need the same spectrum)
+  const long long per_kernel = m.tiles_per_kernel, pairs_per_kernel = (per_kernel + 1) / 2;
+  const long long pairs = pairs_per_kernel * m.kernels;
   for (long long pair = blockIdx.x; pair < pairs; pair += gridDim.x) {
-    const long long ga = 2 * pair, gb = ga + 1;
+    const long long kernel = pair / pairs_per_kernel, local = pair - kernel * pairs_per_kernel;
+    const long long ga = kernel * per_kernel + 2 * local;
+    const bool has_b = 2 * local + 1 < per_kernel;
+    const cf* spectrum = spectra + kernel * T * T;
+    if (threadIdx.x < 2 && (threadIdx.x == 0 || has_b)) origins[threadIdx.x] = detail::origin_of(m, ga + threadIdx.x);
+    __syncthreads();
     fft::array_t<cf, I> v[L];
     fft::static_for<L>([&](auto h) {
       float a[I], b[I];
-      detail::load_column<I, TL>(in, m, ga, total_tiles, line_of(h.value), t, a);
-      detail::load_column<I, TL>(in, m, gb, total_tiles, line_of(h.value), t, b);
+      detail::load_column<I, TL>(in, m, true, origins[0], line_of(h.value), t, a);
+      detail::load_column<I, TL>(in, m, has_b, origins[1], line_of(h.value), t, b);
       fft::static_for<I>([&](auto j) { v[h.value][j.value] = {a[j.value], b[j.value]}; });
     });
     // columns: v[h][j] = X(ky = t + TL*j, x = line)
@@ -203,8 +216,8 @@ fused_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_map
         a[j.value] = v[h.value][j.value].re;
         b[j.value] = v[h.value][j.value].im;
       });
-      detail::store_column<I, TL>(out, m, ga, total_tiles, line_of(h.value), t, a);
-      detail::store_column<I, TL>(out, m, gb, total_tiles, line_of(h.value), t, b);
+      detail::store_column<I, TL>(out, m, true, origins[0], line_of(h.value), t, a);
+      detail::store_column<I, TL>(out, m, has_b, origins[1], line_of(h.value), t, b);
     });
     __syncthreads();  // the line scratch is reused by the next pair
   }

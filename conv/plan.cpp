@@ -9,12 +9,24 @@ namespace {
 
 constexpr int min_tile = 16, max_tile = 4096;
 
-problem make_problem(long long height, long long width, int planes, const float* kernel, int kh, int kw,
+problem make_problem(long long height, long long width, int planes, const float* kernel, int count, int kh, int kw,
                      const plan_options& o) {
   if (planes < 1) throw std::invalid_argument("conv::plan: planes " + std::to_string(planes) + " is < 1");
-  validate_plan(height, width, kernel, kh, kw, o.semantics);
+  if (count < 1) throw std::invalid_argument("conv::plan: kernel_count " + std::to_string(count) + " is < 1");
+  std::vector<float> effective;
+  for (int k = 0; k < count; ++k) {
+    const float* kk = kernel ? kernel + (std::size_t)k * kh * kw : nullptr;
+    try {
+      validate_plan(height, width, kk, kh, kw, o.semantics);
+    } catch (const std::invalid_argument& e) {
+      if (count == 1) throw;
+      throw std::invalid_argument(std::string(e.what()) + " (kernel " + std::to_string(k) + " of the bank)");
+    }
+    const auto e = effective_kernel(kk, kh, kw, o.semantics.op);
+    effective.insert(effective.end(), e.begin(), e.end());
+  }
   const geometry g = make_geometry(height, width, kh, kw, o.semantics.mode);
-  problem p{height, width, planes, g, {}, {}, effective_kernel(kernel, kh, kw, o.semantics.op), kh, kw, o};
+  problem p{height, width, planes, g, {}, {}, std::move(effective), kh, kw, o, count};
   // the CPU's tiling; the CUDA backend chooses its own (fused or multi-pass)
   p.set_tiling(choose_tiling(g.out_h, g.out_w, kh, kw, min_tile, max_tile, o.tile));
   return p;
@@ -23,8 +35,12 @@ problem make_problem(long long height, long long width, int planes, const float*
 }  // namespace
 
 plan::plan(long long height, long long width, int planes, const float* kernel, int kh, int kw,
+           const plan_options& options)
+    : plan(height, width, planes, kernel, 1, kh, kw, options) {}
+
+plan::plan(long long height, long long width, int planes, const float* kernels, int kernel_count, int kh, int kw,
            const plan_options& options) {
-  problem p = make_problem(height, width, planes, kernel, kh, kw, options);
+  problem p = make_problem(height, width, planes, kernels, kernel_count, kh, kw, options);
   switch (options.device) {
     case backend::cpu: impl_ = make_cpu_backend(std::move(p)); break;
     case backend::cuda:
@@ -54,6 +70,7 @@ void plan::execute_device_any(const void* in, void* out, int bytes, bool is_floa
 bool plan::fused() const { return impl_->fused(); }
 
 backend plan::selected_backend() const { return impl_->kind(); }
+long long plan::output_planes() const { return impl_->prob.output_planes(); }
 long long plan::output_height() const { return impl_->prob.map.out_h; }
 long long plan::output_width() const { return impl_->prob.map.out_w; }
 const tiling& plan::tiles() const { return impl_->prob.tiles; }

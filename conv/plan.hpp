@@ -51,11 +51,18 @@ class plan {
   // the image) and gpuconv::cuda_error when the CUDA backend cannot be set up.
   plan(long long height, long long width, int planes, const float* kernel, int kh, int kw,
        const plan_options& options = {});
+  // A bank of `kernel_count` kernels of kh x kw, stored one after another: every input plane
+  // is convolved with each of them, and the output holds planes x kernel_count planes, input
+  // plane major: output plane p * kernel_count + k is input plane p convolved with kernel k.
+  // One launch on the fused path (a filter bank over small images costs one pass).
+  plan(long long height, long long width, int planes, const float* kernels, int kernel_count, int kh, int kw,
+       const plan_options& options = {});
   ~plan();
   plan(plan&&) noexcept;
   plan& operator=(plan&&) noexcept;
 
-  // Host buffers: in holds planes x height x width, out planes x output_height x output_width;
+  // Host buffers: in holds planes x height x width, out output_planes() x output_height x
+  // output_width;
   // T is float, uint8_t or uint16_t. On the CUDA backend an image larger than the memory cap
   // is processed in bands of rows.
   template <typename T>
@@ -72,6 +79,7 @@ class plan {
 
   backend selected_backend() const;
   bool fused() const;  // the CUDA backend runs the single-pass fused kernel
+  long long output_planes() const;  // planes x kernel_count
   long long output_height() const;
   long long output_width() const;
   const tiling& tiles() const;
