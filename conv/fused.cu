@@ -25,6 +25,9 @@ using cf = fft::complex_t<float>;
 #ifndef GPUCONV_FUSED_ITEMS_128
 #define GPUCONV_FUSED_ITEMS_128 16
 #endif
+#ifndef GPUCONV_FUSED_LINES_32
+#define GPUCONV_FUSED_LINES_32 1
+#endif
 #ifndef GPUCONV_FUSED_LINES_64
 #define GPUCONV_FUSED_LINES_64 1
 #endif
@@ -33,7 +36,7 @@ using cf = fft::complex_t<float>;
 #endif
 template <int tile>
 struct policy_for;
-template <> struct policy_for<32> { using type = fused_policy<32, GPUCONV_FUSED_ITEMS_32>; };
+template <> struct policy_for<32> { using type = fused_policy<32, GPUCONV_FUSED_ITEMS_32, GPUCONV_FUSED_LINES_32>; };
 template <> struct policy_for<64> { using type = fused_policy<64, GPUCONV_FUSED_ITEMS_64, GPUCONV_FUSED_LINES_64>; };
 template <> struct policy_for<128> { using type = fused_policy<128, GPUCONV_FUSED_ITEMS_128, GPUCONV_FUSED_LINES_128>; };
 

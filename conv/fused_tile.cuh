@@ -34,8 +34,8 @@ namespace gpuconv::conv {
 template <int tile_, int items_, int lines_ = 1>
 struct fused_policy {
   static_assert(fft::is_pow2(tile_) && fft::is_pow2(items_) && items_ <= tile_ && tile_ >= 32 &&
-                    (lines_ == 1 || lines_ == 2),
-                "fused_policy: tiles of 32 or more, powers of two; 1 or 2 lines per thread");
+                    (lines_ == 1 || lines_ == 2 || lines_ == 4),
+                "fused_policy: tiles of 32 or more, powers of two; 1, 2 or 4 lines per thread");
   static constexpr int tile = tile_;
   static constexpr int items_per_thread = items_;
   static constexpr int lines_per_thread = lines_;
@@ -50,7 +50,7 @@ struct fused_policy {
   static constexpr int shared_memory_bytes = tile_ * line_stride * 8 + 2 * 48;
   // register budget: the blocks per SM that the registers must allow (the compiler left to
   // itself keeps per-pair index values live across the FFTs and drops a block or more)
-  static constexpr int min_blocks = block_threads <= 128 ? 8 : block_threads <= 256 ? 2 : 1;
+  static constexpr int min_blocks = shared_memory_bytes > 100 * 1024 ? 1 : block_threads <= 128 ? 8 : block_threads <= 256 ? 2 : 1;
 };
 
 namespace detail {
