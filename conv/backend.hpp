@@ -23,7 +23,7 @@ inline std::size_t pixel_bytes(pixel p) { return p == pixel::f32 ? 4 : p == pixe
 
 // Host conversions for the paths that compute in float buffers: narrow -> float, and float
 // -> narrow rounded to nearest with ties to even (std::nearbyint in the default rounding
-// mode, as OpenCV's cvRound) and saturated; NaN becomes 0, as on the GPU.
+// mode, as OpenCV's cvRound) and saturated; NaN becomes 0, as on the GPU (pixel.cuh).
 inline void to_float(const void* in, pixel p, std::size_t n, float* out) {
   if (p == pixel::u8)
     for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<const std::uint8_t*>(in)[i];

@@ -18,6 +18,7 @@
 #include "fft/device/buffer.hpp"
 #include "fft/plan/real_2d_plan.hpp"
 #include "fused.hpp"
+#include "pixel.cuh"
 
 namespace gpuconv::conv {
 
@@ -38,17 +39,6 @@ __global__ void gather_kernel(const in_t* __restrict__ in, float* __restrict__ t
 }
 
 template <typename out_t>
-__device__ GPUCONV_INLINE out_t store_value(float v) {
-  if constexpr (std::is_same_v<out_t, float>) {
-    return v;
-  } else {
-    constexpr int hi = std::is_same_v<out_t, std::uint8_t> ? 255 : 65535;
-    const int r = __float2int_rn(v);
-    return static_cast<out_t>(r < 0 ? 0 : (r > hi ? hi : r));
-  }
-}
-
-template <typename out_t>
 __global__ void scatter_kernel(const float* __restrict__ tiles, out_t* __restrict__ out, tile_map m, long long first,
                                long long count, long long total) {
   const long long per_tile = (long long)m.valid_h * m.valid_w;
@@ -59,7 +49,7 @@ __global__ void scatter_kernel(const float* __restrict__ tiles, out_t* __restric
     const int e = (int)(i - local * per_tile), a = e / m.valid_w, b = e - a * m.valid_w;
     const long long o = m.output_index(g, a, b);
     if (o >= 0)
-      out[o] = store_value<out_t>(tiles[local * m.tile_h * m.tile_w + (long long)(a + m.kh - 1) * m.tile_w + (b + m.kw - 1)]);
+      out[o] = store_pixel<out_t>(tiles[local * m.tile_h * m.tile_w + (long long)(a + m.kh - 1) * m.tile_w + (b + m.kw - 1)]);
   }
 }
 

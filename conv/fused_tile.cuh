@@ -24,6 +24,7 @@
 #include <type_traits>
 
 #include "fft/block/stockham.cuh"
+#include "pixel.cuh"
 #include "tile_map.hpp"
 
 namespace gpuconv::conv {
@@ -54,17 +55,6 @@ struct fused_policy {
 };
 
 namespace detail {
-
-template <typename out_t>
-__device__ GPUCONV_INLINE out_t convert_out(float v) {
-  if constexpr (std::is_same_v<out_t, float>) {
-    return v;
-  } else {
-    constexpr int hi = std::is_same_v<out_t, std::uint8_t> ? 255 : 65535;
-    const int r = __float2int_rn(v);  // ties to even; NaN -> 0
-    return static_cast<out_t>(r < 0 ? 0 : (r > hi ? hi : r));
-  }
-}
 
 // Where tile g starts: its input and output planes, its first output pixel and the input
 // coordinates of its element (0, 0) (before the boundary rule).
@@ -130,7 +120,7 @@ __device__ GPUCONV_INLINE void store_column(out_t* __restrict__ out, const tile_
   for (int j = 0; j < I; ++j) {
     const int a = t + TL * j - (m.kh - 1);
     const long long y = o.out_y + a;
-    if (a >= 0 && y < m.out_h) column[y * m.out_w] = convert_out<out_t>(x[j]);
+    if (a >= 0 && y < m.out_h) column[y * m.out_w] = store_pixel<out_t>(x[j]);
   }
 }
 

@@ -63,8 +63,9 @@ class plan {
 
   // Host buffers: in holds planes x height x width, out output_planes() x output_height x
   // output_width;
-  // T is float, uint8_t or uint16_t. On the CUDA backend an image larger than the memory cap
-  // is processed in bands of rows.
+  // T is float, uint8_t or uint16_t. On the CUDA backend the first call allocates the device
+  // staging (within the memory cap; execute_device never needs it), and an image larger
+  // than the cap is processed in bands of rows.
   template <typename T>
   void execute(const T* in, T* out) {
     static_assert(is_pixel_type_v<T>, "conv::plan: pixels are float, uint8_t or uint16_t");
