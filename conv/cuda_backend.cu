@@ -70,40 +70,14 @@ class cuda_backend final : public plan::impl {
     GPUCONV_CUDA(cudaGetDevice(&device));
     GPUCONV_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     max_grid_ = (unsigned)sms * 16;
+    sms_ = sms;
     const auto& o = prob.options;
-    const cuda_tiling choice =
-        choose_cuda_tiling(prob.geo.out_h, prob.geo.out_w, prob.planes, prob.kh, prob.kw,
-                           o.path == cuda_path::fused, o.path == cuda_path::multipass, o.tile);
-    prob.set_tiling(choice.tiles);
     std::size_t free_bytes = 0, total_bytes = 0;
     GPUCONV_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
-    const std::size_t cap = o.memory_limit ? o.memory_limit : free_bytes / 2;
-    // Staging for execute() on host buffers takes what the image and its output need (at
-    // 4 bytes a pixel, the widest type), at most half the cap; the workspace the rest.
-    const std::size_t io_bytes = std::size_t(prob.input_elements() + prob.output_elements()) * 4;
-    staging_bytes_ = std::min(io_bytes, choice.fused ? cap : cap / 2);
-    const std::size_t work_cap = cap > staging_bytes_ ? cap - staging_bytes_ : 0;
-    if (choice.fused) {
-      fused_ = std::make_unique<fused_tiles>(prob.tiles.tile_h, prob.kernel, prob.kernels, prob.kh, prob.kw);
-    } else {
-      const long long th = prob.tiles.tile_h, tw = prob.tiles.tile_w;
-      // per tile: the real tile and the 2D plan's two complex work buffers
-      const long long per_tile = th * tw * 4 + 2 * th * (tw / 2 + 1) * 8;
-      if ((long long)work_cap < per_tile)
-        throw std::invalid_argument("conv::plan: the memory cap (" + std::to_string(cap) + " bytes) is below one " +
-                                    std::to_string(th) + " x " + std::to_string(tw) + " tile's workspace");
-      chunk_ = std::clamp<long long>((long long)(work_cap / per_tile), 1, prob.total_tiles());
-      fft_ = std::make_unique<fft::real_2d_plan>((int)th, (int)tw, chunk_);
-      tiles_ = device_buffer<float>(std::size_t(chunk_) * th * tw);
-      spectrum_ = device_buffer<cf>(std::size_t(fft_->spectrum_elements()) * prob.kernels);
-      device_buffer<float> d_k(std::size_t(th) * tw);
-      for (int k = 0; k < prob.kernels; ++k) {
-        const auto tile = prob.kernel_tile(k);
-        GPUCONV_CUDA(cudaMemcpy(d_k.data(), tile.data(), d_k.bytes(), cudaMemcpyHostToDevice));
-        fft_->spectrum_transposed(d_k.data(), spectrum_.data() + fft_->spectrum_elements() * k);
-        GPUCONV_CUDA(cudaDeviceSynchronize());
-      }
-    }
+    cap_ = o.memory_limit ? o.memory_limit : free_bytes / 2;
+    configure(choose_cuda_tiling(prob.geo.out_h, prob.geo.out_w, prob.planes, prob.kh, prob.kw,
+                                 o.path == cuda_path::fused, o.path == cuda_path::multipass, o.tile, sms));
+    if (o.autotune && o.path == cuda_path::automatic && o.tile == 0) autotune();
   }
 
   backend kind() const override { return backend::cuda; }
@@ -131,6 +105,84 @@ class cuda_backend final : public plan::impl {
   }
 
  private:
+  // Sets up the path and tiling of `choice`: the fused kernel's spectra, or the multi-pass
+  // plan, workspace and spectra, within the memory cap.
+  void configure(const cuda_tiling& choice) {
+    prob.set_tiling(choice.tiles);
+    fused_.reset();
+    fft_.reset();
+    tiles_ = device_buffer<float>();
+    spectrum_ = device_buffer<cf>();
+    // Staging for execute() on host buffers takes what the image and its output need (at
+    // 4 bytes a pixel, the widest type), at most half the cap; the workspace the rest.
+    const std::size_t io_bytes = std::size_t(prob.input_elements() + prob.output_elements()) * 4;
+    staging_bytes_ = std::min(io_bytes, choice.fused ? cap_ : cap_ / 2);
+    const std::size_t work_cap = cap_ > staging_bytes_ ? cap_ - staging_bytes_ : 0;
+    if (choice.fused) {
+      fused_ = std::make_unique<fused_tiles>(prob.tiles.tile_h, prob.kernel, prob.kernels, prob.kh, prob.kw);
+      return;
+    }
+    const long long th = prob.tiles.tile_h, tw = prob.tiles.tile_w;
+    // per tile: the real tile and the 2D plan's two complex work buffers
+    const long long per_tile = th * tw * 4 + 2 * th * (tw / 2 + 1) * 8;
+    if ((long long)work_cap < per_tile)
+      throw std::invalid_argument("conv::plan: the memory cap (" + std::to_string(cap_) + " bytes) is below one " +
+                                  std::to_string(th) + " x " + std::to_string(tw) + " tile's workspace");
+    chunk_ = std::clamp<long long>((long long)(work_cap / per_tile), 1, prob.total_tiles());
+    fft_ = std::make_unique<fft::real_2d_plan>((int)th, (int)tw, chunk_);
+    tiles_ = device_buffer<float>(std::size_t(chunk_) * th * tw);
+    spectrum_ = device_buffer<cf>(std::size_t(fft_->spectrum_elements()) * prob.kernels);
+    device_buffer<float> d_k(std::size_t(th) * tw);
+    for (int k = 0; k < prob.kernels; ++k) {
+      const auto tile = prob.kernel_tile(k);
+      GPUCONV_CUDA(cudaMemcpy(d_k.data(), tile.data(), d_k.bytes(), cudaMemcpyHostToDevice));
+      fft_->spectrum_transposed(d_k.data(), spectrum_.data() + fft_->spectrum_elements() * k);
+      GPUCONV_CUDA(cudaDeviceSynchronize());
+    }
+  }
+
+  // plan_options::autotune: times every fused tile that holds the kernel and the model's
+  // multi-pass tiling on this problem's shape (one warm-up, the best of three runs on a
+  // scratch image) and keeps the fastest. Skipped, keeping the model's choice, when the
+  // scratch image and its output do not fit the memory cap beside the largest workspace.
+  void autotune() {
+    const std::size_t io = std::size_t(prob.input_elements() + prob.output_elements()) * 4;
+    if (io > cap_ / 2) return;
+    device_buffer<float> in(prob.input_elements()), out(prob.output_elements());
+    GPUCONV_CUDA(cudaMemsetAsync(in.data(), 0x3F, in.bytes(), stream_));  // 0.747 everywhere
+    std::vector<cuda_tiling> candidates;
+    for (int t = 32; t <= 128; t *= 2)
+      if (t >= std::max(prob.kh, prob.kw))
+        candidates.push_back(
+            choose_cuda_tiling(prob.geo.out_h, prob.geo.out_w, prob.planes, prob.kh, prob.kw, true, false, t, sms_));
+    candidates.push_back(
+        choose_cuda_tiling(prob.geo.out_h, prob.geo.out_w, prob.planes, prob.kh, prob.kw, false, true, 0, sms_));
+    cuda_event start, stop;
+    float best_ms = 0;
+    const cuda_tiling* best = nullptr;
+    for (const auto& c : candidates) {
+      try {
+        configure(c);
+      } catch (const std::invalid_argument&) {
+        continue;  // does not fit the memory cap
+      }
+      run(in.data(), out.data(), pixel::f32, prob.map, stream_);
+      float ms = 0;
+      for (int rep = 0; rep < 3; ++rep) {
+        GPUCONV_CUDA(cudaEventRecord(start, stream_));
+        run(in.data(), out.data(), pixel::f32, prob.map, stream_);
+        GPUCONV_CUDA(cudaEventRecord(stop, stream_));
+        const float t = stop.elapsed_since(start);
+        ms = rep == 0 ? t : std::min(ms, t);
+      }
+      if (!best || ms < best_ms) {
+        best_ms = ms;
+        best = &c;
+      }
+    }
+    if (best) configure(*best);
+  }
+
   static std::size_t align_up(std::size_t b) { return (b + 255) / 256 * 256; }
 
   void ensure_staging() {
@@ -221,6 +273,8 @@ class cuda_backend final : public plan::impl {
   unsigned grid_for(long long work) const { return (unsigned)std::min<long long>((work + 255) / 256, max_grid_); }
 
   unsigned max_grid_ = 1;
+  int sms_ = 1;
+  std::size_t cap_ = 0;  // the memory cap: plan_options::memory_limit or half the free memory
   long long chunk_ = 1;
   std::size_t staging_bytes_ = 0;
   std::unique_ptr<fused_tiles> fused_;

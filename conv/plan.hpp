@@ -41,6 +41,8 @@ struct plan_options {
   cuda_path path = cuda_path::automatic;
   int tile = 0;                         // force a square tile side (0: the cost model)
   std::size_t memory_limit = 0;         // CUDA memory cap in bytes, workspace and staging (0: half the free memory)
+  bool autotune = false;                // CUDA, path automatic, no forced tile: time the candidate paths
+                                        // and tiles on this shape at plan time (a few ms) instead of the model
   int threads = 0;                      // CPU backend threads (0: all cores)
 };
 

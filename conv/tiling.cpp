@@ -55,7 +55,7 @@ double tiling_cost(const tiling& t, long long planes) {
 double multipass_ps_per_pixel(const tiling& t) { return 1.4 * (8.0 + std::log2(double(t.tile_h) * t.tile_w)); }
 
 cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long planes, int kh, int kw, bool want_fused,
-                               bool want_multipass, int forced) {
+                               bool want_multipass, int forced, int sms) {
   constexpr int fused_min = 32, fused_max = 128, multi_min = 16, multi_max = 4096;
   cuda_tiling best;
   double best_cost = std::numeric_limits<double>::infinity();
@@ -64,8 +64,10 @@ cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long plane
     if (forced > 0) lo = hi = (int)std::max<long long>(lo, next_pow2(forced));
     for (int t = lo; t <= hi; t *= 2) {
       const tiling c = choose_tiling(out_h, out_w, kh, kw, t, t);
-      const long long tiles = planes * c.tiles_per_plane();
-      const double cost = fused_ps_per_pixel(t) * double(tiles + tiles % 2) * t * t;  // whole pairs
+      const long long tiles = planes * c.tiles_per_plane(), pairs = (tiles + 1) / 2;
+      const double per_wave = double(std::max(sms, 1)) * fused_blocks_per_sm(t);
+      const double waves = std::ceil(double(pairs) / per_wave) / (double(pairs) / per_wave);  // >= 1
+      const double cost = fused_ps_per_pixel(t) * double(2 * pairs) * t * t * waves;
       if (cost < best_cost) {
         best_cost = cost;
         best = {c, true};

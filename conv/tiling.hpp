@@ -40,18 +40,23 @@ double tiling_cost(const tiling& t, long long planes);
 // The CUDA backend's choice between the fused kernel (square tiles of 32, 64 or 128, two
 // tiles per block, so the tile count is rounded up to even) and the multi-pass pipeline,
 // by the time per padded pixel each path was measured at on the H100 (gpuconv-bench conv,
-// docs/benchmarks.md): fused 32/64/128 tiles ~221/196/130 Gpad/s; the multi-pass pipeline
-// ~1.4 ps x (8 + log2 of the tile's pixels) per padded pixel (25-38 Gpad/s).
+// docs/notes-conv.md): fused 32/64/128-tiles 3.9/4.7/6.5 ps (3.7-4.3, 4.4-5.0, 4.8-6.8
+// measured); the multi-pass pipeline ~1.4 ps x (8 + log2 of the tile's pixels). The fused
+// cost is scaled up for a last partial wave of blocks (8, 2 and 1 resident blocks per SM
+// for 32, 64 and 128-tiles), which matters for small batches. plan_options::autotune
+// measures instead.
 struct cuda_tiling {
   tiling tiles;
   bool fused = false;
 };
-constexpr double fused_ps_per_pixel(int tile) { return tile <= 32 ? 4.5 : tile <= 64 ? 5.1 : 7.7; }
+constexpr double fused_ps_per_pixel(int tile) { return tile <= 32 ? 3.9 : tile <= 64 ? 4.7 : 6.5; }
+constexpr int fused_blocks_per_sm(int tile) { return tile <= 32 ? 8 : tile <= 64 ? 2 : 1; }
 double multipass_ps_per_pixel(const tiling& t);
 // want_fused / want_multipass force one path (plan_options::path); forced > 0 asks for that
 // square tile (rounded up to cover the kernel). Throws std::invalid_argument when the fused
 // path is forced but cannot hold the kernel.
+// sms: the device's multiprocessors (for the wave count).
 cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long planes, int kh, int kw, bool want_fused,
-                               bool want_multipass, int forced = 0);
+                               bool want_multipass, int forced = 0, int sms = 132);
 
 }  // namespace gpuconv::conv

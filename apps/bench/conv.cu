@@ -101,6 +101,9 @@ struct conv_row {
   int size, batch, k, tile_h, tile_w;
   bool fused, u8;
   double ms, cufft_ms, err, floor_ms, flop_ms;
+  int tuned_tile = 0;  // plan_options::autotune's choice (fp32 rows)
+  bool tuned_fused = false;
+  double tuned_ms = 0;
 };
 
 // Flops of the chosen tiling per run: complex 2D FFTs of T^2 points cost 5 T^2 log2(T^2)
@@ -166,6 +169,16 @@ int run_conv(const options& opt) {
                        opt.warmup, opt.reps, stream);
       r.cufft_ms = median_ms([&](cudaStream_t s) { ++j; base.run(in[j % sets].data(), ref.data(), s); }, opt.warmup,
                              opt.reps, stream);
+      {  // the same plan tuned at plan time (plan_options::autotune)
+        conv::plan_options pt = po;
+        pt.autotune = true;
+        conv::plan tuned(size, size, batch, kernel.data(), k, k, pt);
+        r.tuned_tile = tuned.tiles().tile_h;
+        r.tuned_fused = tuned.fused();
+        int it = 0;
+        r.tuned_ms = median_ms([&](cudaStream_t s) { ++it; tuned.execute_device(in[it % sets].data(), out[it % sets].data(), s); },
+                               opt.warmup, opt.reps, stream);
+      }
       rows.push_back(r);
       // the 8-bit path of the single-image case: uint8 in and out, 2 bytes a pixel
       if (batch == 1 && k <= 15) {
@@ -179,6 +192,7 @@ int run_conv(const options& opt) {
         device_buffer<float> as_float(pixels);
         conv_row r8 = r;
         r8.u8 = true;
+        r8.tuned_tile = 0;
         r8.floor_ms = 2.0 * pixels / (copy_gbs * 1e9) * 1e3;
         {
           std::vector<std::uint8_t> h8(pixels);
@@ -199,17 +213,20 @@ int run_conv(const options& opt) {
       std::fprintf(stderr, "conv %dx%d x%d k=%d done\n", size, size, batch, k);
     }
   }
-  std::printf("%-16s %4s %5s %9s | %8s %8s %6s %7s | %9s %8s | %6s %8s\n", "images", "K", "path", "tile", "ms",
-              "Gpix/s", "%copy", "%floor", "cuFFT ms", "Gpix/s", "ratio", "err");
+  std::printf("%-16s %4s %5s %9s | %8s %8s %6s %7s | %9s %8s | %6s %8s | %s\n", "images", "K", "path", "tile", "ms",
+              "Gpix/s", "%copy", "%floor", "cuFFT ms", "Gpix/s", "ratio", "err", "autotuned");
   for (const auto& r : rows) {
     const double px = double(r.size) * r.size * r.batch;
     char img[32], tile[32];
     std::snprintf(img, sizeof img, "%dx%d^2%s", r.batch, r.size, r.u8 ? " u8" : "");
     std::snprintf(tile, sizeof tile, "%dx%d", r.tile_h, r.tile_w);
     const double floor = std::max(r.floor_ms, r.flop_ms);
-    std::printf("%-16s %4d %5s %9s | %8.3f %8.1f %5.1f%% %6.1f%% | %9.3f %8.1f | %5.1fx %8.1e\n", img, r.k,
+    char tuned[48] = "";
+    if (r.tuned_tile)
+      std::snprintf(tuned, sizeof tuned, "%s %d %.3f ms", r.tuned_fused ? "fused" : "multi", r.tuned_tile, r.tuned_ms);
+    std::printf("%-16s %4d %5s %9s | %8.3f %8.1f %5.1f%% %6.1f%% | %9.3f %8.1f | %5.1fx %8.1e | %s\n", img, r.k,
                 r.fused ? "fused" : "multi", tile, r.ms, px / (r.ms * 1e6), 100.0 * r.floor_ms / r.ms, 100.0 * floor / r.ms,
-                r.cufft_ms, px / (r.cufft_ms * 1e6), r.cufft_ms / r.ms, r.err);
+                r.cufft_ms, px / (r.cufft_ms * 1e6), r.cufft_ms / r.ms, r.err, tuned);
   }
   std::printf("\n%%copy: the byte floor (8 B/px fp32, 2 B/px uint8 at the copy rate) over the time; %%floor: the larger\n"
               "of the byte floor and the flop floor (the path's FFT flops at the FMA rate) over the time.\n"

@@ -31,7 +31,7 @@ double tile_bound(const plan& p) {
 
 // Runs one case on `device` and checks it against the direct reference.
 void check_case(backend device, long long h, long long w, int planes, int kh, int kw, const options& o, int tile = 0,
-                cuda_path path = cuda_path::automatic, std::size_t memory_limit = 0) {
+                cuda_path path = cuda_path::automatic, std::size_t memory_limit = 0, bool autotune = false) {
   const auto seed = test::fresh_seed();
   INFO("image " << h << "x" << w << "x" << planes << ", kernel " << kh << "x" << kw << ", mode " << int(o.mode)
                 << ", op " << int(o.op) << ", border " << int(o.border) << ", tile " << tile << ", path " << int(path)
@@ -44,6 +44,7 @@ void check_case(backend device, long long h, long long w, int planes, int kh, in
   po.tile = tile;
   po.path = path;
   po.memory_limit = memory_limit;
+  po.autotune = autotune;
   plan p(h, w, planes, k.data(), kh, kw, po);
   REQUIRE(p.selected_backend() == device);
   if (path != cuda_path::automatic) REQUIRE(p.fused() == (path == cuda_path::fused));
@@ -135,6 +136,15 @@ TEST_CASE("GPU fused kernel: every tile size, odd tile counts, batches, large im
   o.border = boundary::wrap;
   o.mode = output_mode::full;
   check_case(backend::cuda, 300, 257, 2, 64, 9, o, 0, cuda_path::fused);
+}
+
+TEST_CASE("GPU plans tuned at plan time compute the same function", "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  options o;
+  check_case(backend::cuda, 480, 640, 1, 3, 3, o, 0, cuda_path::automatic, 0, true);
+  check_case(backend::cuda, 64, 64, 40, 15, 15, o, 0, cuda_path::automatic, 0, true);
+  o.border = boundary::wrap;
+  check_case(backend::cuda, 300, 257, 2, 70, 9, o, 0, cuda_path::automatic, 0, true);  // fused 128 or multi-pass
 }
 
 TEST_CASE("GPU execute on host buffers runs in bands under a memory cap", "[conv][gpu]") {
