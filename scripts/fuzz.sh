@@ -49,7 +49,9 @@ done
 run_one() {
   local t=$1 corpus="$out/corpus/$1"
   mkdir -p "$corpus"
-  local args=(-timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$out/artifacts/$t-")
+  # -timeout=30: the largest legal named kernels (4097 x 4097, e.g. log:512) take ~1.5 s with the
+  # fuzzing instrumentation alone, and far longer on a busy 2-core machine; a real hang is longer
+  local args=(-timeout=30 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$out/artifacts/$t-")
   if [ "$seconds" = 0 ]; then
     args+=(-runs=0)   # every seed once
   else

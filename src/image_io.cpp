@@ -183,7 +183,7 @@ cv::Mat read_image(const fs::path& file) {
     return input_error(name + ": " + std::to_string(w) + " x " + std::to_string(h) + " pixels, more than the limit of " +
                        std::to_string(limit) + " (GPUCONV_MAX_PIXELS)");
   };
-  if (const auto size = peek_image_size(file); size && size->width * size->height > limit)
+  if (const auto size = peek_image_size(file); size && double(size->width) * double(size->height) > double(limit))
     throw too_large(size->width, size->height);
   cv::Mat img;
   decoder_text.clear();
