@@ -92,17 +92,29 @@ void check_outputs_whole(const fs::path& dir, int side) {
 
 }  // namespace
 
-TEST_CASE("faults: a read-only output directory is exit 4 with the reason, nothing written", "[app][cli][faults]") {
-  test::scratch_dir dir;
-  const auto in = dir / "in.png";
-  REQUIRE(cv::imwrite(in.string(), test::test_image(32, 32, CV_8UC3)));
-  const auto ro = dir / "ro";
-  fs::create_directories(ro);
-  const std::vector<std::string> args{in.string(), "box:3", (ro / "out.png").string(), "--device", "cpu"};
-  const std::vector<std::string> batch{"batch", dir.path().string(), "box:3", ro.string(), "--device", "cpu"};
+namespace {
 
-  SECTION("chmod 555 (not as root: permissions do not bind root)") {
-    if (::geteuid() == 0) SKIP("running as root: a chmod 555 directory is writable for root (see the next section)");
+// An input image and an empty directory `ro` for the read-only output cases.
+struct read_only_case {
+  test::scratch_dir dir;
+  fs::path in = dir / "in.png", ro = dir / "ro";
+  std::vector<std::string> args, batch;
+  read_only_case() {
+    REQUIRE(cv::imwrite(in.string(), test::test_image(32, 32, CV_8UC3)));
+    fs::create_directories(ro);
+    args = {in.string(), "box:3", (ro / "out.png").string(), "--device", "cpu"};
+    batch = {"batch", dir.path().string(), "box:3", ro.string(), "--device", "cpu"};
+  }
+};
+
+}  // namespace
+
+// Two test cases, so that CTest reports each as run or skipped on its own.
+TEST_CASE("faults: a read-only output directory (chmod 555) is exit 4, nothing written", "[app][cli][faults]") {
+  if (::geteuid() == 0) SKIP("running as root: a chmod 555 directory is writable for root (the bind-mount test binds)");
+  read_only_case c;
+  auto& [dir, in, ro, args, batch] = c;
+  {
     fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec);
     const auto r = test::run_gpuconv(args, dir.path());
     CHECK(r.exit_code == exit_output);
@@ -111,8 +123,14 @@ TEST_CASE("faults: a read-only output directory is exit 4 with the reason, nothi
     fs::permissions(ro, fs::perms::owner_all);
     CHECK(fs::is_empty(ro));
   }
-  SECTION("a read-only bind mount in a private mount namespace (binds root too)") {
-    if (!can_unshare_mount(dir.path())) SKIP("unshare -rm cannot mount here (no user namespaces)");
+}
+
+TEST_CASE("faults: a read-only output directory (read-only bind mount, binds root too) is exit 4, nothing written",
+          "[app][cli][faults]") {
+  read_only_case c;
+  auto& [dir, in, ro, args, batch] = c;
+  if (!can_unshare_mount(dir.path())) SKIP("unshare -rm cannot mount here (no user namespaces)");
+  {
     const std::string mount = "mount --bind " + shell_quote(ro.string()) + " " + shell_quote(ro.string()) +
                               " && mount -o remount,bind,ro " + shell_quote(ro.string());
     auto r = run_shell("unshare -rm sh -c " + shell_quote(mount + " && exec " + gpuconv_command(args)), dir.path());
