@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what gpuconv needs to build and test on Debian 12 or Ubuntu 24.04:
-# a C++ toolchain, CMake, Ninja, OpenCV (image I/O), CLI11 and Catch2 v3.
+# a C++ toolchain, CMake, Ninja, OpenCV (image I/O), CLI11, Catch2 v3, clang (fuzzing).
 # Debian 12 ships Catch2 v2 in main; v3 comes from bookworm-backports, which this
 # script enables. The CUDA toolkit is used from /usr/local/cuda when present;
 # otherwise the distribution's nvidia-cuda-toolkit is installed (non-free/multiverse).
@@ -11,7 +11,8 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 
 . /etc/os-release
-packages=(build-essential cmake ninja-build pkg-config ca-certificates libopencv-dev libcli11-dev git)
+# clang and libclang-rt-dev (libFuzzer, the sanitizer runtimes): scripts/fuzz.sh
+packages=(build-essential cmake ninja-build pkg-config ca-certificates libopencv-dev libcli11-dev git clang libclang-rt-dev)
 catch_from=()
 
 case "${ID}:${VERSION_CODENAME:-}" in

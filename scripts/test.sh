@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # Installs what is needed (scripts/setup.sh), builds, and runs the whole test suite through
 # CTest. On a machine without a GPU the [gpu] tests are reported as skipped.
+# Then, unless GPUCONV_SANITIZE=0:
+#  - the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer on all host code
+#    (GPUCONV_SANITIZE=ON, build dir build-asan, no benchmark); the [cli] tests run the
+#    sanitized gpuconv binary, so its errors fail them too;
+#  - the fuzz targets (scripts/fuzz.sh 0): built with clang, every seed of fuzz/corpus
+#    (which holds the crashes found so far) run once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -9,3 +15,18 @@ jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build" -j "$jobs"
 ctest --test-dir "$build" --output-on-failure
+
+if [ "${GPUCONV_SANITIZE:-1}" != 0 ]; then
+  asan=${GPUCONV_ASAN_BUILD_DIR:-build-asan}
+  echo "test.sh: AddressSanitizer + UndefinedBehaviorSanitizer build in $asan"
+  cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUCONV_SANITIZE=ON -DGPUCONV_BUILD_BENCH=OFF
+  cmake --build "$asan" -j "$jobs"
+  # No ASAN_OPTIONS are needed on a machine without a GPU: the CUDA runtime only answers "no
+  # device" there, and LeakSanitizer finds no leak. On a GPU machine libcudart may need
+  # protect_shadow_gap=0 (its mappings land in ASan's shadow gap) and detect_leaks=0 (the
+  # driver's one-time allocations); set ASAN_OPTIONS to that there.
+  UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+    ctest --test-dir "$asan" --output-on-failure
+  echo "test.sh: fuzz targets on the seed corpus (scripts/fuzz.sh 0)"
+  bash scripts/fuzz.sh 0
+fi

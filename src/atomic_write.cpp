@@ -23,16 +23,12 @@ constexpr const char* temp_marker = ".gpuconv-tmp-";
 
 std::string errno_text(int e) { return std::strerror(e); }
 
-void fsync_path(const fs::path& p, bool directory) {
-  const int fd = ::open(p.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
-  if (fd < 0) {
-    if (directory) return;  // best effort
-    throw output_error("'" + p.string() + "': cannot reopen the written file: " + errno_text(errno));
-  }
-  const int rc = ::fsync(fd);
-  const int e = errno;
+// Best effort: makes the rename durable.
+void fsync_directory(const fs::path& p) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
   ::close(fd);
-  if (rc != 0 && !directory) throw output_error("'" + p.string() + "': fsync failed: " + errno_text(e));
 }
 
 // Removes the temp file unless released: every exit path but the successful move.
@@ -57,22 +53,44 @@ void write_image_atomic(const fs::path& out, const cv::Mat& image, bool overwrit
   if (!overwrite && fs::exists(fs::symlink_status(out)))
     throw output_error(name + ": exists (use --overwrite or --skip-existing)");
 
-  temp_guard guard{temp};
-  bool written = false;
+  // Encode in memory, then write the bytes ourselves: cv::imwrite's encoders write through
+  // stdio and do not all check the result (a full disk or a file-size limit could leave a
+  // short file that imwrite reports as written); write(2) reports ENOSPC / EFBIG / EROFS.
+  std::vector<uchar> bytes;
   try {
-    written = cv::imwrite(temp.string(), image, params);
+    if (!cv::imencode(out.extension().string(), image, bytes, params))
+      throw output_error(name + ": OpenCV could not encode it as '" + out.extension().string() + "'");
   } catch (const cv::Exception& e) {
     throw output_error(name + ": cannot be encoded (" + e.err + ")");
   }
   std::error_code ec;
-  if (!written || !fs::exists(temp, ec)) {
-    if (!fs::is_directory(dir, ec)) throw output_error(name + ": directory '" + dir.string() + "' does not exist");
-    if (::access(dir.c_str(), W_OK) != 0)
-      throw output_error(name + ": directory '" + dir.string() + "' is not writable");
-    throw output_error(name + ": OpenCV could not encode or write it (format '" + out.extension().string() +
-                       "' unsupported for this image?)");
+  if (!fs::is_directory(dir, ec)) throw output_error(name + ": directory '" + dir.string() + "' does not exist");
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int e = errno;
+    if (e == EACCES || e == EROFS || e == EPERM)
+      throw output_error(name + ": directory '" + dir.string() + "' is not writable: " + errno_text(e));
+    throw output_error(name + ": cannot create a file in '" + dir.string() + "': " + errno_text(e));
   }
-  fsync_path(temp, false);
+  temp_guard guard{temp};
+  std::size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR && !interrupted()) continue;
+    if (n <= 0) {
+      const int e = n < 0 ? errno : EIO;
+      ::close(fd);
+      if (n < 0 && e == EINTR) throw output_error(name + ": interrupted before it was written");
+      throw output_error(name + ": cannot be written (" + std::to_string(bytes.size()) + " bytes): " + errno_text(e));
+    }
+    written += std::size_t(n);
+  }
+  if (::fsync(fd) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw output_error(name + ": fsync failed: " + errno_text(e));
+  }
+  if (::close(fd) != 0) throw output_error(name + ": cannot be written: " + errno_text(errno));
   if (interrupted()) throw output_error(name + ": interrupted before it was written");
 
   if (overwrite) {
@@ -89,7 +107,7 @@ void write_image_atomic(const fs::path& out, const cv::Mat& image, bool overwrit
       throw output_error(name + ": cannot be written: " + errno_text(errno));
   }
   guard.armed = false;
-  fsync_path(dir, true);
+  fsync_directory(dir);
 }
 
 }  // namespace gpuconv::app

@@ -1,6 +1,7 @@
-// Output files appear whole or not at all. The image is encoded by cv::imwrite into a temp
-// file in the output's directory whose name keeps the extension (OpenCV picks the codec
-// from it), `.NAME.gpuconv-tmp-PID-N.EXT`, fsync'ed, then moved onto the output name:
+// Output files appear whole or not at all. The image is encoded in memory by cv::imencode
+// (the codec picked by the extension), written with write(2) into a temp file in the
+// output's directory, `.NAME.gpuconv-tmp-PID-N.EXT`, every short or failed write reported
+// with its errno (ENOSPC, EFBIG, EROFS, ...), fsync'ed, then moved onto the output name:
 // rename(2) when overwriting is allowed, link(2) + unlink(2) otherwise, so that a file that
 // appeared in the meantime is never replaced. On any failure, or when an interrupt arrived
 // before the move, the temp file is removed and output_error is thrown.

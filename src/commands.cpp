@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
 
 #include "atomic_write.hpp"
 #include "batch.hpp"
@@ -35,7 +36,12 @@ int run_convolve(const cli_options& o, std::ostream& err) {
   convolve_settings s = o.settings;
   s.device = resolve_device(s.device, o.quiet, err);
   convolver c(std::move(k), s);
-  const output_image result = convolve_image(image, c);
+  output_image result;
+  try {
+    result = convolve_image(image, c);
+  } catch (const std::invalid_argument& e) {  // the convolution layer's checks: name the files
+    throw usage_error("input '" + o.input + "' with kernel '" + o.kernel + "': " + e.what());
+  }
   if (interrupted()) return interrupt_exit_code();
   write_output(out, result.image);
   if (interrupted()) return interrupt_exit_code();

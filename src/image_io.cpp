@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -24,7 +27,134 @@ bool ext_in(const fs::path& file, std::initializer_list<const char*> list) {
   return std::any_of(list.begin(), list.end(), [&](const char* e) { return ext == e; });
 }
 
+// Big- and little-endian unsigned integers from bytes.
+std::uint32_t be(const unsigned char* p, int n) {
+  std::uint32_t v = 0;
+  for (int i = 0; i < n; ++i) v = v << 8 | p[i];
+  return v;
+}
+std::uint32_t le(const unsigned char* p, int n) {
+  std::uint32_t v = 0;
+  for (int i = n - 1; i >= 0; --i) v = v << 8 | p[i];
+  return v;
+}
+
+bool read_at(std::ifstream& in, std::uint64_t offset, unsigned char* out, std::size_t n) {
+  in.clear();
+  in.seekg(std::streamoff(offset));
+  return bool(in.read(reinterpret_cast<char*>(out), std::streamsize(n)));
+}
+
+// JPEG: walk the marker segments from SOI to the first SOFn (C0-CF except C4 DHT, C8 JPG,
+// CC DAC); its payload is precision, height, width.
+std::optional<image_size> jpeg_size(std::ifstream& in) {
+  std::uint64_t pos = 2;
+  unsigned char m[9];
+  for (int segments = 0; segments < 10000; ++segments) {
+    if (!read_at(in, pos, m, 4)) return std::nullopt;
+    if (m[0] != 0xFF) return std::nullopt;
+    if (m[1] == 0xFF) {  // fill byte
+      ++pos;
+      continue;
+    }
+    const int marker = m[1];
+    if (marker == 0xD8 || (marker >= 0xD0 && marker <= 0xD7) || marker == 0x01) {  // no payload
+      pos += 2;
+      continue;
+    }
+    if (marker == 0xD9 || marker == 0xDA) return std::nullopt;  // EOI / SOS before any SOF
+    const std::uint32_t length = be(m + 2, 2);
+    if (length < 2) return std::nullopt;
+    if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) {
+      if (!read_at(in, pos + 4, m, 5)) return std::nullopt;
+      return image_size{be(m + 3, 2), be(m + 1, 2)};
+    }
+    pos += 2 + length;
+  }
+  return std::nullopt;
+}
+
+// TIFF: the first IFD's ImageWidth (256) and ImageLength (257), SHORT or LONG.
+std::optional<image_size> tiff_size(std::ifstream& in, bool little) {
+  auto u = [&](const unsigned char* p, int n) { return little ? le(p, n) : be(p, n); };
+  unsigned char b[12];
+  if (!read_at(in, 4, b, 4)) return std::nullopt;
+  const std::uint32_t ifd = u(b, 4);
+  if (!read_at(in, ifd, b, 2)) return std::nullopt;
+  const std::uint32_t entries = u(b, 2);
+  long long width = -1, height = -1;
+  for (std::uint32_t i = 0; i < entries && i < 4096; ++i) {
+    if (!read_at(in, std::uint64_t(ifd) + 2 + 12ull * i, b, 12)) return std::nullopt;
+    const std::uint32_t tag = u(b, 2), type = u(b + 2, 2);
+    const std::uint32_t value = type == 3 ? u(b + 8, 2) : type == 4 ? u(b + 8, 4) : 0;
+    if (tag == 256) width = value;
+    if (tag == 257) height = value;
+  }
+  if (width < 0 || height < 0) return std::nullopt;
+  return image_size{width, height};
+}
+
+// Per-thread decoder messages: what libpng/libjpeg print on the C stderr while this thread
+// decodes (the stream is unbuffered, so each fprintf reaches `write_message` in its thread).
+thread_local std::string decoder_text;
+
+ssize_t write_message(void*, const char* data, std::size_t size) {
+  decoder_text.append(data, size);
+  if (decoder_text.size() > 4096) decoder_text.erase(0, decoder_text.size() - 4096);
+  return ssize_t(size);
+}
+
+// The captured messages as one line: newlines become "; ", trailing separators dropped.
+std::string one_line(std::string text) {
+  std::string out;
+  for (char ch : text) {
+    if (ch == '\n' || ch == '\r') {
+      if (!out.empty() && out.back() != ' ') out += "; ";
+    } else {
+      out += ch;
+    }
+  }
+  while (!out.empty() && (out.back() == ' ' || out.back() == ';')) out.pop_back();
+  return out;
+}
+
 }  // namespace
+
+long long max_image_pixels() {
+  if (const char* env = std::getenv("GPUCONV_MAX_PIXELS")) {
+    char* end = nullptr;
+    const long long v = std::strtoll(env, &end, 10);
+    if (end != env && *end == 0 && v > 0) return v;
+  }
+  return 1ll << 28;
+}
+
+std::optional<image_size> peek_image_size(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  unsigned char h[26];
+  if (!in.read(reinterpret_cast<char*>(h), 4)) return std::nullopt;
+  if (h[0] == 0xFF && h[1] == 0xD8) return jpeg_size(in);
+  if (h[0] == 'I' && h[1] == 'I' && h[2] == 42 && h[3] == 0) return tiff_size(in, true);
+  if (h[0] == 'M' && h[1] == 'M' && h[2] == 0 && h[3] == 42) return tiff_size(in, false);
+  if (!read_at(in, 0, h, 26)) return std::nullopt;
+  if (std::memcmp(h, "\x89PNG\r\n\x1a\n", 8) == 0 && std::memcmp(h + 12, "IHDR", 4) == 0)
+    return image_size{be(h + 16, 4), be(h + 20, 4)};
+  if (h[0] == 'B' && h[1] == 'M') {
+    const auto height = std::int32_t(le(h + 22, 4));  // negative: a top-down bitmap
+    return image_size{std::int32_t(le(h + 18, 4)), height < 0 ? -(long long)height : height};
+  }
+  return std::nullopt;
+}
+
+void capture_decoder_messages() {
+  if (const char* env = std::getenv("GPUCONV_DECODER_MESSAGES"); env && std::string(env) == "1") return;
+  cookie_io_functions_t io{};
+  io.write = write_message;
+  if (FILE* f = ::fopencookie(nullptr, "w", io)) {
+    std::setvbuf(f, nullptr, _IONBF, 0);
+    stderr = f;  // glibc: stderr is an assignable variable; std::cerr keeps the real one
+  }
+}
 
 std::string depth_name(int cv_depth) {
   switch (cv_depth) {
@@ -47,13 +177,29 @@ cv::Mat read_image(const fs::path& file) {
     throw input_error(name + (fs::is_symlink(fs::symlink_status(file, ec)) ? ": dangling symbolic link" : ": no such file"));
   if (fs::is_directory(status)) throw input_error(name + ": is a directory");
   if (::access(file.c_str(), R_OK) != 0) throw input_error(name + ": cannot be read: " + std::strerror(errno));
+  if (fs::is_regular_file(status) && fs::file_size(file, ec) == 0 && !ec) throw input_error(name + ": empty file (0 bytes)");
+  const long long limit = max_image_pixels();
+  auto too_large = [&](long long w, long long h) {
+    return input_error(name + ": " + std::to_string(w) + " x " + std::to_string(h) + " pixels, more than the limit of " +
+                       std::to_string(limit) + " (GPUCONV_MAX_PIXELS)");
+  };
+  if (const auto size = peek_image_size(file); size && double(size->width) * double(size->height) > double(limit))
+    throw too_large(size->width, size->height);
   cv::Mat img;
+  decoder_text.clear();
   try {
     img = cv::imread(file.string(), cv::IMREAD_UNCHANGED);
   } catch (const cv::Exception& e) {
     throw input_error(name + ": cannot be decoded (" + e.err + ")");
   }
-  if (img.empty()) throw input_error(name + ": cannot be read or decoded (unreadable, corrupt or unsupported)");
+  const std::string said = one_line(decoder_text);
+  decoder_text.clear();
+  if (img.empty())
+    throw input_error(name + ": cannot be read or decoded (" +
+                      (said.empty() ? std::string("unreadable, corrupt or unsupported") : said) + ")");
+  if (said.find("Premature end of JPEG file") != std::string::npos || said.find("Corrupt JPEG data") != std::string::npos)
+    throw input_error(name + ": truncated or corrupt (" + said + ")");
+  if (static_cast<long long>(img.rows) * img.cols > limit) throw too_large(img.cols, img.rows);
   if (img.depth() != CV_8U && img.depth() != CV_16U && img.depth() != CV_32F)
     throw input_error(name + ": " + depth_name(img.depth()) + " samples are not supported (8-bit, 16-bit, 32-bit float)");
   if (img.channels() < 1 || img.channels() > 4)

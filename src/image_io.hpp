@@ -3,6 +3,7 @@
 // in the order they went in), the output depth rule, and which formats can hold what.
 #pragma once
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,8 +13,32 @@ namespace gpuconv::app {
 
 enum class output_depth { same, u8, u16, f32 };
 
-// Throws input_error naming the file when it cannot be read or decoded, or holds a depth or
-// channel count outside 8U/16U/32F x 1..4 channels.
+// The largest image gpuconv decodes: 2^28 pixels (16384 x 16384), or $GPUCONV_MAX_PIXELS
+// when set to a positive integer. Larger images are refused before decoding where the header
+// can be read without decoding (PNG, JPEG, TIFF, BMP), else right after decoding (OpenCV's
+// own limit, 2^30 pixels, still applies first).
+long long max_image_pixels();
+
+// Width and height from the file's header, without decoding the pixels: PNG (IHDR), JPEG
+// (the SOF marker), TIFF (the first IFD), BMP; nullopt for other formats or a header that
+// cannot be parsed (the decoder then decides).
+struct image_size {
+  long long width = 0, height = 0;
+};
+std::optional<image_size> peek_image_size(const std::filesystem::path& file);
+
+// Decoder messages: libpng and libjpeg print errors and warnings on the C `stderr`, which
+// would break gpuconv's one-line errors. capture_decoder_messages() (called once by main)
+// points `stderr` at a stream that keeps them per thread instead (std::cerr keeps the real
+// stderr); read_image then appends the decoder's words to its error, and refuses a JPEG that
+// libjpeg calls truncated or corrupt ("Premature end of JPEG file", "Corrupt JPEG data"),
+// which it would otherwise decode with the missing part filled with gray.
+// GPUCONV_DECODER_MESSAGES=1 leaves them on stderr as they come.
+void capture_decoder_messages();
+
+// Throws input_error naming the file when it cannot be read or decoded, is larger than
+// max_image_pixels() (naming the size), or holds a depth or channel count outside
+// 8U/16U/32F x 1..4 channels.
 cv::Mat read_image(const std::filesystem::path& file);
 
 // OpenCV depth (CV_8U, CV_16U, CV_32F) of the output for an input of depth `input_depth`.

@@ -19,6 +19,9 @@ void install_interrupt_handlers() {
   action.sa_flags = 0;  // no SA_RESTART: blocking reads return early
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+  // A file-size limit (RLIMIT_FSIZE) must give EFBIG from write(2), which the atomic writer
+  // reports and cleans up after, not kill the process with a temp file left behind.
+  std::signal(SIGXFSZ, SIG_IGN);
 }
 
 bool interrupted() { return received != 0; }

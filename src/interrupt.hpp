@@ -4,7 +4,7 @@
 
 namespace gpuconv::app {
 
-void install_interrupt_handlers();  // SIGINT and SIGTERM
+void install_interrupt_handlers();  // SIGINT and SIGTERM; SIGXFSZ ignored (writes fail with EFBIG)
 bool interrupted();
 int interrupt_signal();                 // 0, SIGINT or SIGTERM
 int interrupt_exit_code();              // 128 + the signal (130, 143); 0 when none

@@ -150,6 +150,8 @@ kernel read_psf_image(const fs::path& file) {
 kernel resolve_kernel(const std::string& arg) {
   std::error_code ec;
   const fs::path file(arg);
+  if (!arg.empty() && fs::is_directory(file, ec))
+    throw input_error("kernel '" + arg + "': is a directory, not a kernel file");
   if (!arg.empty() && fs::is_regular_file(file, ec))
     return is_image_extension(file) ? read_psf_image(file) : read_text_kernel(file);
   if (auto named = make_named_kernel(arg)) return std::move(*named);

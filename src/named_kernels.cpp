@@ -9,8 +9,10 @@
 #include "named_kernels.hpp"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <functional>
+#include <iomanip>
 #include <map>
 #include <sstream>
 #include <vector>
@@ -63,18 +65,28 @@ struct spec_parser {
     return static_cast<int>(v);
   }
 
+  // `side` is computed in double so that huge parameters are refused before any conversion
+  // to int (a double outside the int range converted to int is undefined behaviour).
   int side_check(double side) const {
-    if (side > max_side) fail("the kernel would be " + std::to_string(long(side)) + " pixels wide, more than " +
-                              std::to_string(max_side));
+    if (!(side <= max_side)) {
+      std::ostringstream text;  // no integer conversion here either: side may be 1e300
+      text << std::setprecision(15) << side;
+      fail("the kernel would be " + text.str() + " pixels wide, more than " + std::to_string(max_side));
+    }
     return static_cast<int>(side);
   }
 };
 
-kernel square(int side, std::vector<double> v, const std::string& spec) {
+// The kernel from double values; a value beyond the float range (unsharp with a huge AMOUNT)
+// is refused rather than converted (to inf, or undefined behaviour).
+kernel square(int side, std::vector<double> v, const spec_parser& p) {
+  for (double x : v)
+    if (!(std::abs(x) <= FLT_MAX))
+      p.fail("the parameters give kernel values that are not finite in float (NaN, Inf or beyond 3.4e38)");
   kernel k;
   k.height = k.width = side;
   k.values.assign(v.begin(), v.end());
-  k.source = "named kernel '" + spec + "'";
+  k.source = "named kernel '" + p.spec + "'";
   return k;
 }
 
@@ -105,24 +117,23 @@ kernel gaussian(const spec_parser& p) {
   const double sigma = p.positive(0, "SIGMA");
   int side = p.params.size() > 1 ? p.integer(1, "SIZE", 1) : gaussian_side(p, sigma);
   if (side % 2 == 0) p.fail("SIZE must be odd, got " + std::to_string(side));
-  return square(side, gaussian_2d(sigma, side), p.spec);
+  return square(side, gaussian_2d(sigma, side), p);
 }
 
 kernel box(const spec_parser& p) {
   p.expect_count(1, 1);
   const int n = p.integer(0, "N", 1);
-  return square(n, std::vector<double>(std::size_t(n) * n, 1.0 / (double(n) * n)), p.spec);
+  return square(n, std::vector<double>(std::size_t(n) * n, 1.0 / (double(n) * n)), p);
 }
 
 kernel disk(const spec_parser& p) {
   p.expect_count(1, 1);
   const double radius = p.positive(0, "R");
-  const int r = static_cast<int>(std::floor(radius));
-  const int side = p.side_check(2.0 * r + 1);
+  const int side = p.side_check(2.0 * std::floor(radius) + 1), r = side / 2;
   std::vector<double> v(std::size_t(side) * side);
   for (int y = -r; y <= r; ++y)
     for (int x = -r; x <= r; ++x) v[std::size_t(y + r) * side + (x + r)] = x * x + y * y <= radius * radius;
-  return square(side, normalised(std::move(v)), p.spec);
+  return square(side, normalised(std::move(v)), p);
 }
 
 // A segment of LEN pixels centred on the kernel's centre, at ANGLE degrees counter-clockwise
@@ -136,8 +147,7 @@ kernel motion(const spec_parser& p) {
   if (!(length >= 1)) p.fail("LEN must be >= 1, got " + p.params[0]);
   const double angle = p.real(1, "ANGLE") * pi / 180;
   const double half = (length - 1) / 2;
-  const int r = static_cast<int>(std::ceil(half));
-  const int side = p.side_check(2.0 * r + 1);
+  const int side = p.side_check(2.0 * std::ceil(half) + 1), r = side / 2;
   const double ux = std::cos(angle), uy = -std::sin(angle);  // direction in (col, row)
   std::vector<double> v(std::size_t(side) * side);
   for (int row = -r; row <= r; ++row)
@@ -146,12 +156,12 @@ kernel motion(const spec_parser& p) {
       const double d = std::hypot(col - t * ux, row - t * uy);
       v[std::size_t(row + r) * side + (col + r)] = std::max(0.0, 1 - d);
     }
-  return square(side, normalised(std::move(v)), p.spec);
+  return square(side, normalised(std::move(v)), p);
 }
 
 kernel fixed3(const spec_parser& p, std::vector<double> v) {
   p.expect_count(0, 0);
-  return square(3, std::move(v), p.spec);
+  return square(3, std::move(v), p);
 }
 
 // Laplacian of the normalised gaussian: (r^2 - 2 sigma^2) / sigma^4 * g, negative at the
@@ -169,7 +179,7 @@ kernel log_kernel(const spec_parser& p) {
       s += e;
     }
   for (double& e : v) e -= s / v.size();
-  return square(side, std::move(v), p.spec);
+  return square(side, std::move(v), p);
 }
 
 kernel unsharp(const spec_parser& p) {
@@ -181,7 +191,7 @@ kernel unsharp(const spec_parser& p) {
   std::vector<double> v = gaussian_2d(sigma, side);
   for (double& e : v) e *= -amount;
   v[v.size() / 2] += 1 + amount;
-  return square(side, std::move(v), p.spec);
+  return square(side, std::move(v), p);
 }
 
 using factory = std::function<kernel(const spec_parser&)>;

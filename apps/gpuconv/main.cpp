@@ -12,12 +12,14 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "errors.hpp"
+#include "image_io.hpp"
 #include "interrupt.hpp"
 
 int main(int argc, char** argv) {
   namespace app = gpuconv::app;
   try {
     app::install_interrupt_handlers();
+    app::capture_decoder_messages();  // libpng/libjpeg chatter goes into our one-line errors
     cv::setNumThreads(0);  // OpenCV's own threads would compete with ours; our threads are the parallelism
     const app::cli_options o = app::parse_cli(std::vector<std::string>(argv + 1, argv + argc));
     return app::run_command(o, std::cout, std::cerr);

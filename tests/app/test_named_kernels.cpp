@@ -136,6 +136,23 @@ TEST_CASE("named kernels: bad parameters are one-line usage errors naming the sp
   }
 }
 
+// Found by fuzz/fuzz_named_kernel (scripts/fuzz.sh): huge sizes were converted to int before
+// the size check (undefined behaviour: motion:4022222222222222222,5), and extreme parameters
+// gave values that are not finite floats (unsharp with a huge AMOUNT; log and gaussian with
+// a sigma whose square or fourth power underflows to 0).
+TEST_CASE("named kernels: fuzzer regressions are usage errors, not undefined behaviour", "[app][fuzz]") {
+  const auto bad = GENERATE(as<std::string>{}, "motion:4022222222222222222,5", "motion:1e300,0", "disk:1e300",
+                            "disk:3e9", "gaussian:1e300", "unsharp:2555555555555555555555,6", "unsharp:1,1e300",
+                            "log:1e-100", "gaussian:1e-200,3", "unsharp:1e-200,1");
+  INFO(bad);
+  try {
+    const auto k = make_named_kernel(bad);
+    FAIL("no exception for " << bad);
+  } catch (const usage_error& e) {
+    CHECK_THAT(std::string(e.what()), ContainsSubstring("kernel '" + bad + "'"));
+  }
+}
+
 TEST_CASE("names that are not ours are not named kernels", "[app]") {
   CHECK_FALSE(make_named_kernel("blur:3").has_value());
   CHECK_FALSE(make_named_kernel("Gaussian:2").has_value());
