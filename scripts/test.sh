@@ -6,7 +6,8 @@
 #    (GPUCONV_SANITIZE=ON, build dir build-asan, no benchmark); the [cli] tests run the
 #    sanitized gpuconv binary, so its errors fail them too;
 #  - the fuzz targets (scripts/fuzz.sh 0): built with clang, every seed of fuzz/corpus
-#    (which holds the crashes found so far) run once.
+#    (which holds the crashes found so far) run once (before the sanitized CTest run, whose
+#    summary ends the log).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -25,8 +26,9 @@ if [ "${GPUCONV_SANITIZE:-1}" != 0 ]; then
   # device" there, and LeakSanitizer finds no leak. On a GPU machine libcudart may need
   # protect_shadow_gap=0 (its mappings land in ASan's shadow gap) and detect_leaks=0 (the
   # driver's one-time allocations); set ASAN_OPTIONS to that there.
-  UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-    ctest --test-dir "$asan" --output-on-failure
   echo "test.sh: fuzz targets on the seed corpus (scripts/fuzz.sh 0)"
   bash scripts/fuzz.sh 0
+  # last, so that CTest's summary closes the log
+  UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+    ctest --test-dir "$asan" --output-on-failure
 fi

@@ -1,7 +1,7 @@
 #include "convolve_image.hpp"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -20,19 +20,18 @@ cv::Mat plane_view(std::vector<float>& buffer, int plane, long long rows, long l
 // Pixels with at least one channel whose value rounds outside [0, top] (NaN included); the
 // rounding is cvRound's (half to even), so v < -0.5 and v >= top + 0.5 are the clipped values.
 long long count_clipped(const std::vector<cv::Mat>& planes, double top) {
-  const int rows = planes[0].rows, cols = planes[0].cols;
-  const float lo = -0.5f, hi = float(top + 0.5);
-  long long clipped = 0;
-  std::vector<unsigned char> flag(static_cast<std::size_t>(cols));
-  for (int y = 0; y < rows; ++y) {
-    std::fill(flag.begin(), flag.end(), 0);
-    for (const cv::Mat& plane : planes) {
-      const float* v = plane.ptr<float>(y);
-      for (int x = 0; x < cols; ++x) flag[x] |= !(v[x] >= lo && v[x] < hi);
-    }
-    for (int x = 0; x < cols; ++x) clipped += flag[x];
+  // in range: -0.5 <= v < top + 0.5 (cv::inRange's bounds are inclusive and taken in the
+  // planes' float type, hence the float just below top + 0.5; NaN is out)
+  const double lo = -0.5, hi = std::nextafter(float(top + 0.5), 0.0f);
+  cv::Mat all_in, in;
+  for (const cv::Mat& plane : planes) {
+    cv::inRange(plane, lo, hi, in);
+    if (all_in.empty())
+      all_in = in.clone();
+    else
+      cv::bitwise_and(all_in, in, all_in);
   }
-  return clipped;
+  return (long long)planes[0].total() - cv::countNonZero(all_in);
 }
 
 }  // namespace
@@ -164,13 +163,16 @@ output_image from_planes(planar_image& p, const convolve_settings& s) {
       planes.push_back(a);
     }
   }
-  if (depth != CV_32F) out.clipped = count_clipped(planes, depth == CV_8U ? 255.0 : 65535.0);
-  cv::Mat interleaved;
-  cv::merge(planes, interleaved);
-  if (depth == CV_32F)
-    out.image = interleaved;
-  else
-    interleaved.convertTo(out.image, depth);
+  if (depth == CV_32F) {
+    cv::merge(planes, out.image);
+    return out;
+  }
+  out.clipped = count_clipped(planes, depth == CV_8U ? 255.0 : 65535.0);
+  // round and saturate plane by plane, then interleave the narrow planes: a quarter (8-bit)
+  // of the bytes through the merge that interleaving floats would move
+  std::vector<cv::Mat> narrow(planes.size());
+  for (std::size_t c = 0; c < planes.size(); ++c) planes[c].convertTo(narrow[c], depth);
+  cv::merge(narrow, out.image);
   return out;
 }
 
