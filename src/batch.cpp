@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <deque>
 #include <iomanip>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -217,10 +218,24 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
     }
     if (--decoders_left == 0) decoded.close();
   };
-  auto compute = [&] {
-    if (c) {
+  // Compute workers: one per convolver. On the GPU two of them, each with its own plans (a
+  // plan is not thread-safe) and stream, so that one image's host<->device copies overlap
+  // the other's: with every core busy decoding and encoding, one thread's copies from
+  // pageable memory were the pipeline's narrowest stage.
+  std::vector<convolver*> workers;
+  std::vector<std::unique_ptr<convolver>> extra;
+  if (c) {
+    workers.push_back(c);
+    if (c->settings().device == conv::backend::cuda && jobs > 1) {
+      extra.push_back(std::make_unique<convolver>(c->kernel_used(), c->settings()));
+      workers.push_back(extra.back().get());
+    }
+  }
+  std::atomic<int> computers_left{std::max<int>(1, int(workers.size()))};
+  auto compute = [&](convolver* cw) {
+    if (cw) {
       try {
-        c->warm_up();
+        cw->warm_up();
       } catch (const std::exception&) {
         // reported by the first image's plan, which names the file
       }
@@ -228,13 +243,13 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
     while (auto w = decoded.pop()) {
       if (interrupted()) continue;  // drain: the decoders are stopping
       try {
-        if (c) c->run(std::get<planar_image>(w->image));
+        if (cw) cw->run(std::get<planar_image>(w->image));
         convolved.push(std::move(*w));
       } catch (const std::exception& e) {
         record_failure(w->index, describe(w->index, e));
       }
     }
-    convolved.close();
+    if (--computers_left == 0) convolved.close();
   };
   auto encoder = [&] {
     yield_to_compute();
@@ -297,7 +312,10 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
 
   std::vector<std::thread> threads;
   for (int j = 0; j < jobs; ++j) threads.emplace_back(decoder);
-  threads.emplace_back(compute);
+  if (workers.empty())
+    threads.emplace_back(compute, nullptr);
+  else
+    for (convolver* cw : workers) threads.emplace_back(compute, cw);
   for (int j = 0; j < jobs; ++j) threads.emplace_back(encoder);
   for (auto& t : threads) t.join();
   all_done = true;
