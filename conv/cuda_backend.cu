@@ -75,7 +75,7 @@ class cuda_backend final : public plan::impl {
     std::size_t free_bytes = 0, total_bytes = 0;
     GPUCONV_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
     cap_ = o.memory_limit ? o.memory_limit : free_bytes / 2;
-    configure(choose_cuda_tiling(prob.geo.out_h, prob.geo.out_w, prob.planes, prob.kh, prob.kw,
+    configure(choose_cuda_tiling(prob.geo.out_h, prob.geo.out_w, prob.output_planes(), prob.kh, prob.kw,
                                  o.path == cuda_path::fused, o.path == cuda_path::multipass, o.tile, sms));
     if (o.autotune && o.path == cuda_path::automatic && o.tile == 0) autotune();
   }
@@ -154,9 +154,9 @@ class cuda_backend final : public plan::impl {
     for (int t = 32; t <= 128; t *= 2)
       if (t >= std::max(prob.kh, prob.kw))
         candidates.push_back(
-            choose_cuda_tiling(prob.geo.out_h, prob.geo.out_w, prob.planes, prob.kh, prob.kw, true, false, t, sms_));
+            choose_cuda_tiling(prob.geo.out_h, prob.geo.out_w, prob.output_planes(), prob.kh, prob.kw, true, false, t, sms_));
     candidates.push_back(
-        choose_cuda_tiling(prob.geo.out_h, prob.geo.out_w, prob.planes, prob.kh, prob.kw, false, true, 0, sms_));
+        choose_cuda_tiling(prob.geo.out_h, prob.geo.out_w, prob.output_planes(), prob.kh, prob.kw, false, true, 0, sms_));
     cuda_event start, stop;
     float best_ms = 0;
     const cuda_tiling* best = nullptr;

@@ -65,6 +65,7 @@ cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long plane
     for (int t = lo; t <= hi; t *= 2) {
       const tiling c = choose_tiling(out_h, out_w, kh, kw, t, t);
       const long long tiles = planes * c.tiles_per_plane(), pairs = (tiles + 1) / 2;
+      if (tiles >= (1LL << 31)) continue;  // the kernel indexes tiles in 32 bits
       const double per_wave = double(std::max(sms, 1)) * fused_blocks_per_sm(t);
       const double waves = std::ceil(double(pairs) / per_wave) / (double(pairs) / per_wave);  // >= 1
       const double cost = fused_ps_per_pixel(t) * double(2 * pairs) * t * t * waves;

@@ -55,7 +55,8 @@ double multipass_ps_per_pixel(const tiling& t);
 // want_fused / want_multipass force one path (plan_options::path); forced > 0 asks for that
 // square tile (rounded up to cover the kernel). Throws std::invalid_argument when the fused
 // path is forced but cannot hold the kernel.
-// sms: the device's multiprocessors (for the wave count).
+// planes: output planes (input planes x kernels of a bank); sms: the device's multiprocessors
+// (for the wave count).
 cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long planes, int kh, int kw, bool want_fused,
                                bool want_multipass, int forced = 0, int sms = 132);
 
