@@ -139,8 +139,13 @@ fused_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_map
   constexpr int T = policy::tile, TL = policy::threads_per_line, I = policy::items_per_thread;
   constexpr int L = policy::lines_per_thread, lanes = policy::lanes;
   constexpr int stride = policy::line_stride;
-  using forward_t = fft::block_fft_t<T, TL, false, fft::twiddle_load_late, true>;
-  using inverse_t = fft::block_fft_t<T, TL, true, fft::twiddle_load_late, true>;
+#ifdef GPUCONV_FUSED_HOIST  // tuning builds: let the compiler keep twiddles and spectrum in registers
+  using twiddle_load = fft::twiddle_load_ro;
+#else
+  using twiddle_load = fft::twiddle_load_late;
+#endif
+  using forward_t = fft::block_fft_t<T, TL, false, twiddle_load, true>;
+  using inverse_t = fft::block_fft_t<T, TL, true, twiddle_load, true>;
   extern __shared__ __align__(16) unsigned char shared_raw[];
   cf* shared = reinterpret_cast<cf*>(shared_raw);
   // where the pair's two tiles sit, computed once per pair by two threads and read back
@@ -184,7 +189,7 @@ fused_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_map
     fft::static_for<L>([&](auto h) { forward_t::run(v[h.value], line_shared(h.value), t, table); });
     fft::static_for<L>([&](auto h) {
       fft::static_for<I>([&](auto j) {
-        v[h.value][j.value] = v[h.value][j.value] * fft::load_ro_late(spectrum + (t + TL * j.value) * T + line_of(h.value));
+        v[h.value][j.value] = v[h.value][j.value] * twiddle_load::load(spectrum + (t + TL * j.value) * T + line_of(h.value));
       });
     });
     __syncthreads();  // the forward pass's shared reads are done before the inverse writes

@@ -12,7 +12,7 @@ export DEBIAN_FRONTEND=noninteractive
 
 . /etc/os-release
 # clang and libclang-rt-dev (libFuzzer, the sanitizer runtimes): scripts/fuzz.sh
-packages=(build-essential cmake ninja-build pkg-config ca-certificates libopencv-dev libcli11-dev git clang libclang-rt-dev)
+packages=(build-essential cmake ninja-build pkg-config ca-certificates libopencv-dev libcli11-dev git clang libclang-rt-dev time python3)
 catch_from=()
 
 case "${ID}:${VERSION_CODENAME:-}" in

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is needed (scripts/setup.sh), builds, and runs the whole test suite through
-# CTest. On a machine without a GPU the [gpu] tests are reported as skipped.
+# CTest, then the load test (scripts/load-test.sh: 10,000 images through gpuconv batch). On a
+# machine without a GPU the [gpu] tests are reported as skipped.
 # Then, unless GPUCONV_SANITIZE=0:
 #  - the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer on all host code
 #    (GPUCONV_SANITIZE=ON, build dir build-asan, no benchmark); the [cli] tests run the
@@ -16,6 +17,8 @@ jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build" -j "$jobs"
 ctest --test-dir "$build" --output-on-failure
+# load: 10,000 generated images through gpuconv batch, bounded memory, no temp file left
+bash scripts/load-test.sh 10000 "$build/apps/gpuconv"
 
 if [ "${GPUCONV_SANITIZE:-1}" != 0 ]; then
   asan=${GPUCONV_ASAN_BUILD_DIR:-build-asan}
