@@ -82,14 +82,20 @@ conv::plan& convolver::plan_for(long long h, long long w, int planes, float cons
   const auto key = std::make_tuple(h, w, planes, bits);
   auto it = plans_.find(key);
   if (it == plans_.end()) {
+    if (plans_.size() >= max_cached_plans)
+      plans_.erase(std::min_element(plans_.begin(), plans_.end(), [](const auto& a, const auto& b) {
+        return a.second.last_use < b.second.last_use;
+      }));
     conv::plan_options o;
     o.semantics = settings_.semantics;
     o.semantics.constant_value = constant;
     o.device = settings_.device;
     o.threads = settings_.threads;
-    it = plans_.emplace(key, conv::plan(h, w, planes, kernel_.values.data(), kernel_.height, kernel_.width, o)).first;
+    it = plans_.emplace(key, cached_plan{conv::plan(h, w, planes, kernel_.values.data(), kernel_.height, kernel_.width, o), 0})
+             .first;
   }
-  return it->second;
+  it->second.last_use = ++uses_;
+  return it->second.plan;
 }
 
 void convolver::run(planar_image& p) {

@@ -75,12 +75,20 @@ class convolver {
   const convolve_settings& settings() const { return settings_; }
   const kernel& kernel_used() const { return kernel_; }
   std::size_t cached_plans() const { return plans_.size(); }
+  // At most this many plans are kept (least recently used evicted): a directory of photos
+  // of many sizes must not pile up one device staging buffer per size.
+  static constexpr std::size_t max_cached_plans = 8;
 
  private:
   conv::plan& plan_for(long long h, long long w, int planes, float constant);
   kernel kernel_;
   convolve_settings settings_;
-  std::map<std::tuple<long long, long long, int, std::uint32_t>, conv::plan> plans_;
+  struct cached_plan {
+    conv::plan plan;
+    std::uint64_t last_use;
+  };
+  std::map<std::tuple<long long, long long, int, std::uint32_t>, cached_plan> plans_;
+  std::uint64_t uses_ = 0;
 };
 
 output_image from_planes(planar_image& image, const convolve_settings& settings);

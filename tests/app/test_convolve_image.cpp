@@ -317,6 +317,19 @@ TEST_CASE("plans are cached by shape and reused", "[app]") {
   CHECK(c.cached_plans() == 3);
 }
 
+TEST_CASE("the plan cache is bounded: many sizes evict the least recently used, results unchanged", "[app]") {
+  convolver c(make_kernel(3, 3, 1, 1.0), cpu_settings());
+  const cv::Mat first = test::test_image(9, 9, CV_8UC3);
+  const output_image before = convolve_image(first, c);
+  for (int w = 10; w < 10 + 2 * int(convolver::max_cached_plans); ++w) {
+    convolve_image(test::test_image(9, w, CV_8UC3), c);
+    CHECK(c.cached_plans() <= convolver::max_cached_plans);
+  }
+  CHECK(c.cached_plans() == convolver::max_cached_plans);
+  const output_image after = convolve_image(first, c);  // its plan was evicted and is built again
+  CHECK(cv::countNonZero(cv::Mat(before.image != after.image).reshape(1)) == 0);
+}
+
 TEST_CASE("device (--device): automatic falls back to the CPU with a notice; cuda without a device is an error", "[app]") {
   std::ostringstream notices;
   CHECK(resolve_device(conv::backend::cpu, false, notices) == conv::backend::cpu);
