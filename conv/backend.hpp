@@ -81,11 +81,6 @@ struct problem {
   long long output_planes() const { return (long long)planes * kernels; }
   long long output_elements() const { return output_planes() * map.out_h * map.out_w; }
   long long input_elements() const { return planes * height * width; }
-  // Kernel k of the bank (kh x kw).
-  std::vector<float> kernel_at(int k) const {
-    const auto first = kernel.begin() + (std::ptrdiff_t)k * kh * kw;
-    return std::vector<float>(first, first + (std::ptrdiff_t)kh * kw);
-  }
   // Kernel k zero-padded to one tile, scaled by 1/(tile_h*tile_w) so that the
   // unnormalised inverse FFT comes out normalised.
   std::vector<float> kernel_tile(int k) const {

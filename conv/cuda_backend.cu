@@ -114,7 +114,8 @@ class cuda_backend final : public plan::impl {
     tiles_ = device_buffer<float>();
     spectrum_ = device_buffer<cf>();
     // Staging for execute() on host buffers takes what the image and its output need (at
-    // 4 bytes a pixel, the widest type), at most half the cap; the workspace the rest.
+    // 4 bytes a pixel, the widest type), at most the cap on the fused path (no workspace) and
+    // half of it on the multi-pass path, whose workspace takes the rest.
     const std::size_t io_bytes = std::size_t(prob.input_elements() + prob.output_elements()) * 4;
     staging_bytes_ = std::min(io_bytes, choice.fused ? cap_ : cap_ / 2);
     const std::size_t work_cap = cap_ > staging_bytes_ ? cap_ - staging_bytes_ : 0;

@@ -29,8 +29,6 @@ class fused_tiles {
   template <typename in_t, typename out_t>
   void run(const in_t* in, out_t* out, const tile_map& m, cudaStream_t stream) const;
 
-  int tile() const { return tile_; }
-
   // The spectrum the kernel multiplies by, computed on the host in double and rounded once:
   // K[kx][ky] = sum_{i,j} k(i, j) W_T^(ky*i + kx*j) / T^2, W_T = exp(-2 pi i / T).
   static std::vector<fft::complex_t<float>> spectrum(int tile, const float* kernel, int kh, int kw);

@@ -20,6 +20,13 @@ void side_range(long long out, int k, int min_tile, int max_tile, int& lo, int& 
                                 std::to_string(max_tile));
 }
 
+// Relative cost of a tiling: padded pixels processed, weighted by the log of the tile's
+// FFT size plus a constant for the loads and stores.
+double tiling_cost(const tiling& t) {
+  const double pixels = double(t.tiles_per_plane()) * t.tile_h * t.tile_w;
+  return pixels * (8.0 + std::log2(double(t.tile_h) * t.tile_w));
+}
+
 }  // namespace
 
 tiling choose_tiling(long long out_h, long long out_w, int kh, int kw, int min_tile, int max_tile, int forced) {
@@ -38,18 +45,13 @@ tiling choose_tiling(long long out_h, long long out_w, int kh, int kw, int min_t
       const int vh = th - kh + 1, vw = tw - kw + 1;
       const long long ty = (out_h + vh - 1) / vh, tx = (out_w + vw - 1) / vw;
       const tiling candidate{th, tw, vh, vw, ty, tx};
-      const double cost = tiling_cost(candidate, 1);
+      const double cost = tiling_cost(candidate);
       if (cost < best_cost) {
         best_cost = cost;
         best = candidate;
       }
     }
   return best;
-}
-
-double tiling_cost(const tiling& t, long long planes) {
-  const double pixels = double(planes) * t.tiles_per_plane() * t.tile_h * t.tile_w;
-  return pixels * (8.0 + std::log2(double(t.tile_h) * t.tile_w));
 }
 
 double multipass_ps_per_pixel(const tiling& t) { return 1.4 * (8.0 + std::log2(double(t.tile_h) * t.tile_w)); }

@@ -33,10 +33,6 @@ constexpr long long next_pow2(long long v) {
 // kernel; forced > 0 asks for that square tile (rounded up to cover the kernel).
 tiling choose_tiling(long long out_h, long long out_w, int kh, int kw, int min_tile, int max_tile, int forced = 0);
 
-// Relative cost of a tiling: padded pixels processed, weighted by the log of the tile's
-// FFT size plus a constant for the loads and stores.
-double tiling_cost(const tiling& t, long long planes);
-
 // The CUDA backend's choice between the fused kernel (square tiles of 32, 64 or 128, two
 // tiles per block, so the tile count is rounded up to even) and the multi-pass pipeline,
 // by the time per padded pixel each path was measured at on the H100 (gpuconv-bench conv,

@@ -30,9 +30,9 @@ namespace fs = std::filesystem;
 namespace {
 
 // Decoders and encoders run at a slightly lower priority (nice +4, this thread only: Linux
-// applies setpriority(PRIO_PROCESS, 0) to the calling thread) than the one compute thread,
+// applies setpriority(PRIO_PROCESS, 0) to the calling thread) than the compute threads,
 // so that with --jobs at or above the core count the I/O threads, which saturate the CPU,
-// do not starve the thread that feeds the GPU. Best effort: a failure changes nothing.
+// do not starve the threads that feed the GPU. Best effort: a failure changes nothing.
 void yield_to_compute() {
   const int now = getpriority(PRIO_PROCESS, 0);
   (void)setpriority(PRIO_PROCESS, 0, std::min(now + 4, 19));

@@ -1,7 +1,8 @@
 // One image through the convolution, in three steps that the batch pipeline runs on
 // different threads:
 //   to_planes    (decoder threads)  interleaved cv::Mat -> float planes, alpha premultiplied
-//   convolver    (one compute thread) conv::plan per (H, W, planes), cached and reused
+//   convolver    (a compute thread; on the GPU the batch runs two, one convolver each)
+//                conv::plan per (H, W, planes), cached (at most 8) and reused
 //   from_planes  (encoder threads)  unpremultiply, out = S * conv + B, round half to even,
 //                                   saturate and count clipped pixels, interleave
 // Values stay in their stored units throughout (0..255, 0..65535, float as is): 8-bit
