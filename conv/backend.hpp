@@ -97,7 +97,7 @@ struct plan::impl {
   explicit impl(problem p) : prob(std::move(p)) {}
   virtual ~impl() = default;
   virtual backend kind() const = 0;
-  virtual bool fused() const { return false; }
+  virtual cuda_path path() const { return cuda_path::automatic; }
   virtual void execute(const void* in, void* out, pixel p) = 0;
   virtual void execute_device(const void*, void*, pixel, cudaStream_t) {
     throw std::invalid_argument("execute_device needs the CUDA backend");

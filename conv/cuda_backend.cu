@@ -1,7 +1,10 @@
-// CUDA backend. Two paths, chosen at plan time by the cost model (tiling.hpp):
+// CUDA backend. Three paths, chosen at plan time by the cost model (tiling.hpp):
 // - fused: one launch of the fused tile kernel (fused_tile.cuh), two tiles of 32..128 per
 //   block, the image read once and the output written once;
-// - multi-pass, for kernels too large for a fused tile: tiles in chunks that fit the
+// - three-pass, for kernels too large for a fused tile: tiles of 256..1024 (three_pass.cuh),
+//   the image read once and the output written once, the tile spectra kept in L2 between
+//   the passes by running the pairs in chunks;
+// - multi-pass, for what the others cannot hold: tiles in chunks that fit the
 //   workspace cap; per chunk gather (boundary rule applied in the loader) ->
 //   fft::real_2d_plan::convolve (row R2C, transpose, fused column FFT * spectrum * IFFT,
 //   transpose, row C2R) -> scatter of the valid outputs.
@@ -18,7 +21,16 @@
 #include "fft/device/buffer.hpp"
 #include "fft/plan/real_2d_plan.hpp"
 #include "fused.hpp"
+#include "three_pass.hpp"
 #include "pixel.cuh"
+
+// Tuning builds: 1 sizes the three-pass chunks to half the L2 (so that the tile spectra
+// stay in L2 between the passes); 0 (default) by the memory cap alone, one chunk in
+// practice. Measured on the H100: the smaller launches' tails cost more than the L2 saves
+// (4096^2, K = 3..127: 7-20% slower with 1; docs/notes-conv.md).
+#ifndef GPUCONV_THREE_PASS_L2
+#define GPUCONV_THREE_PASS_L2 0
+#endif
 
 namespace gpuconv::conv {
 
@@ -71,17 +83,19 @@ class cuda_backend final : public plan::impl {
     GPUCONV_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     max_grid_ = (unsigned)sms * 16;
     sms_ = sms;
+    int l2 = 0;
+    GPUCONV_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+    l2_bytes_ = GPUCONV_THREE_PASS_L2 ? (std::size_t)l2 : 0;
     const auto& o = prob.options;
     std::size_t free_bytes = 0, total_bytes = 0;
     GPUCONV_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
     cap_ = o.memory_limit ? o.memory_limit : free_bytes / 2;
-    configure(choose_cuda_tiling(prob.geo.out_h, prob.geo.out_w, prob.output_planes(), prob.kh, prob.kw,
-                                 o.path == cuda_path::fused, o.path == cuda_path::multipass, o.tile, sms));
+    configure(choose_cuda_tiling(prob.geo.out_h, prob.geo.out_w, prob.output_planes(), prob.kh, prob.kw, o.path, o.tile, sms));
     if (o.autotune && o.path == cuda_path::automatic && o.tile == 0) autotune();
   }
 
   backend kind() const override { return backend::cuda; }
-  bool fused() const override { return fused_ != nullptr; }
+  cuda_path path() const override { return path_; }
 
   void execute_device(const void* in, void* out, pixel p, cudaStream_t stream) override {
     run(in, out, p, prob.map, stream);
@@ -105,11 +119,14 @@ class cuda_backend final : public plan::impl {
   }
 
  private:
-  // Sets up the path and tiling of `choice`: the fused kernel's spectra, or the multi-pass
-  // plan, workspace and spectra, within the memory cap.
+  // Sets up the path and tiling of `choice`: the fused kernel's spectra, the three-pass
+  // path's spectra and chunk, or the multi-pass plan, workspace and spectra, within the
+  // memory cap.
   void configure(const cuda_tiling& choice) {
     prob.set_tiling(choice.tiles);
+    path_ = choice.path;
     fused_.reset();
+    three_.reset();
     fft_.reset();
     tiles_ = device_buffer<float>();
     spectrum_ = device_buffer<cf>();
@@ -117,10 +134,21 @@ class cuda_backend final : public plan::impl {
     // 4 bytes a pixel, the widest type), at most the cap on the fused path (no workspace) and
     // half of it on the multi-pass path, whose workspace takes the rest.
     const std::size_t io_bytes = std::size_t(prob.input_elements() + prob.output_elements()) * 4;
-    staging_bytes_ = std::min(io_bytes, choice.fused ? cap_ : cap_ / 2);
+    const bool fused = choice.path == cuda_path::fused;
+    staging_bytes_ = std::min(io_bytes, fused ? cap_ : cap_ / 2);
     const std::size_t work_cap = cap_ > staging_bytes_ ? cap_ - staging_bytes_ : 0;
-    if (choice.fused) {
+    if (fused) {
       fused_ = std::make_unique<fused_tiles>(prob.tiles.tile_h, prob.kernel, prob.kernels, prob.kh, prob.kw);
+      return;
+    }
+    if (choice.path == cuda_path::three_pass) {
+      const int t = prob.tiles.tile_h;
+      if (work_cap < three_pass_tiles::pair_bytes(t))
+        throw std::invalid_argument("conv::plan: the memory cap (" + std::to_string(cap_) + " bytes) is below one " +
+                                    std::to_string(t) + " x " + std::to_string(t) + " tile pair's workspace");
+      const long long pairs = (prob.map.tiles_per_kernel + 1) / 2;
+      three_ = std::make_unique<three_pass_tiles>(t, prob.kernel, prob.kernels, prob.kh, prob.kw,
+                                                  three_pass_tiles::chunk_pairs(t, pairs, work_cap, l2_bytes_));
       return;
     }
     const long long th = prob.tiles.tile_h, tw = prob.tiles.tile_w;
@@ -152,12 +180,19 @@ class cuda_backend final : public plan::impl {
     device_buffer<float> in(prob.input_elements()), out(prob.output_elements());
     GPUCONV_CUDA(cudaMemsetAsync(in.data(), 0x3F, in.bytes(), stream_));  // 0.747 everywhere
     std::vector<cuda_tiling> candidates;
+    auto add = [&](cuda_path path, int tile) {
+      candidates.push_back(choose_cuda_tiling(prob.geo.out_h, prob.geo.out_w, prob.output_planes(), prob.kh, prob.kw, path, tile, sms_));
+    };
+    const int side = std::max(prob.kh, prob.kw);
     for (int t = 32; t <= 128; t *= 2)
-      if (t >= std::max(prob.kh, prob.kw))
-        candidates.push_back(
-            choose_cuda_tiling(prob.geo.out_h, prob.geo.out_w, prob.output_planes(), prob.kh, prob.kw, true, false, t, sms_));
-    candidates.push_back(
-        choose_cuda_tiling(prob.geo.out_h, prob.geo.out_w, prob.output_planes(), prob.kh, prob.kw, false, true, 0, sms_));
+      if (t >= side) add(cuda_path::fused, t);
+    // the three-pass tiles up to the first that holds the whole output (larger ones only add padding)
+    for (int t = 256; t <= 1024; t *= 2)
+      if (t >= side) {
+        add(cuda_path::three_pass, t);
+        if (t - side + 1 >= std::max(prob.geo.out_h, prob.geo.out_w)) break;
+      }
+    add(cuda_path::multipass, 0);
     cuda_event start, stop;
     float best_ms = 0;
     const cuda_tiling* best = nullptr;
@@ -200,6 +235,10 @@ class cuda_backend final : public plan::impl {
       const tile_map m = map_for<T>(map);
       if (fused_) {
         fused_->run(src, dst, m, stream);
+        return;
+      }
+      if (three_) {
+        three_->run(src, dst, m, stream);
         return;
       }
       for (int k = 0; k < m.kernels; ++k) {
@@ -278,7 +317,10 @@ class cuda_backend final : public plan::impl {
   std::size_t cap_ = 0;  // the memory cap: plan_options::memory_limit or half the free memory
   long long chunk_ = 1;
   std::size_t staging_bytes_ = 0;
+  std::size_t l2_bytes_ = 0;  // the L2 the three-pass chunks are sized by (0: not)
+  cuda_path path_ = cuda_path::multipass;
   std::unique_ptr<fused_tiles> fused_;
+  std::unique_ptr<three_pass_tiles> three_;
   std::unique_ptr<fft::real_2d_plan> fft_;
   device_buffer<float> tiles_;
   device_buffer<cf> spectrum_;

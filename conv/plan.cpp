@@ -27,7 +27,7 @@ problem make_problem(long long height, long long width, int planes, const float*
   }
   const geometry g = make_geometry(height, width, kh, kw, o.semantics.mode);
   problem p{height, width, planes, g, {}, {}, std::move(effective), kh, kw, o, count};
-  // the CPU's tiling; the CUDA backend chooses its own (fused or multi-pass)
+  // the CPU's tiling; the CUDA backend chooses its own (tiling.hpp: choose_cuda_tiling)
   p.set_tiling(choose_tiling(g.out_h, g.out_w, kh, kw, min_tile, max_tile, o.tile));
   return p;
 }
@@ -67,7 +67,8 @@ void plan::execute_device_any(const void* in, void* out, int bytes, bool is_floa
   impl_->execute_device(in, out, pixel_of(bytes, is_float), stream);
 }
 
-bool plan::fused() const { return impl_->fused(); }
+bool plan::fused() const { return impl_->path() == cuda_path::fused; }
+cuda_path plan::path() const { return impl_->path(); }
 
 backend plan::selected_backend() const { return impl_->kind(); }
 long long plan::output_planes() const { return impl_->prob.output_planes(); }

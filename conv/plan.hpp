@@ -6,8 +6,9 @@
 //
 // Engine: overlap-save tiling (tiling.hpp) onto power-of-two tiles chosen by a cost model;
 // per tile a 2D R2C, a multiply by the kernel's spectrum (computed once, here), and a C2R.
-// Backends: CUDA (fft::real_2d_plan, fused column pass) and CPU (the same fft_t through
-// the host transforms, multithreaded); automatic picks CUDA when a device is present.
+// Backends: CUDA (cuda_path in tiling.hpp: the fused tile kernel, the three-pass tile path
+// or the multi-pass pipeline) and CPU (the same fft_t through the host transforms,
+// multithreaded); automatic picks CUDA when a device is present.
 // fp32 throughout; planes are float, row-major, plane after plane.
 #pragma once
 #include <cstddef>
@@ -23,11 +24,6 @@
 namespace gpuconv::conv {
 
 enum class backend { automatic, cuda, cpu };
-
-// The CUDA backend's kernels: the single-pass fused tile kernel (tiles of 32, 64 or 128,
-// one read and one write of the image) or the multi-pass pipeline (tiles up to 4096, for
-// kernels too large for a fused tile). automatic: the cost model in tiling.hpp decides.
-enum class cuda_path { automatic, fused, multipass };
 
 // Element types a plan executes on. Narrow types are converted to float on load and
 // rounded to nearest (ties to even, as OpenCV's saturate_cast) and saturated on store.
@@ -82,6 +78,7 @@ class plan {
 
   backend selected_backend() const;
   bool fused() const;  // the CUDA backend runs the single-pass fused kernel
+  cuda_path path() const;  // the CUDA backend's path (automatic on the CPU backend)
   long long output_planes() const;  // planes x kernel_count
   long long output_height() const;
   long long output_width() const;

@@ -56,35 +56,59 @@ tiling choose_tiling(long long out_h, long long out_w, int kh, int kw, int min_t
 
 double multipass_ps_per_pixel(const tiling& t) { return 1.4 * (8.0 + std::log2(double(t.tile_h) * t.tile_w)); }
 
-cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long planes, int kh, int kw, bool want_fused,
-                               bool want_multipass, int forced, int sms) {
-  constexpr int fused_min = 32, fused_max = 128, multi_min = 16, multi_max = 4096;
+cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long planes, int kh, int kw, cuda_path path,
+                               int forced, int sms) {
+  constexpr int fused_min = 32, fused_max = 128, three_min = 256, three_max = 1024, multi_min = 16, multi_max = 4096;
+  const bool any = path == cuda_path::automatic;
   cuda_tiling best;
   double best_cost = std::numeric_limits<double>::infinity();
-  if (!want_multipass) {
-    int lo = (int)std::max<long long>(fused_min, next_pow2(std::max(kh, kw))), hi = fused_max;
-    if (forced > 0) lo = hi = (int)std::max<long long>(lo, next_pow2(forced));
+  const int side = (int)next_pow2(std::max(kh, kw));
+  // square tiles of the fused or three-pass path from lo to hi, priced by `cost`
+  auto square_tiles = [&](int lo, int hi, cuda_path kind, auto cost) {
+    lo = std::max(lo, side);
+    if (forced > 0) {  // that tile alone, when it is in [lo, hi]
+      lo = (int)std::max<long long>(lo, std::min<long long>(next_pow2(forced), 1 << 30));
+      if (lo <= hi) hi = lo;
+    }
+    bool found = false;
     for (int t = lo; t <= hi; t *= 2) {
       const tiling c = choose_tiling(out_h, out_w, kh, kw, t, t);
-      const long long tiles = planes * c.tiles_per_plane(), pairs = (tiles + 1) / 2;
-      if (tiles >= (1LL << 31)) continue;  // the kernel indexes tiles in 32 bits
-      const double per_wave = double(std::max(sms, 1)) * fused_blocks_per_sm(t);
-      const double waves = std::ceil(double(pairs) / per_wave) / (double(pairs) / per_wave);  // >= 1
-      const double cost = fused_ps_per_pixel(t) * double(2 * pairs) * t * t * waves;
-      if (cost < best_cost) {
-        best_cost = cost;
-        best = {c, true};
+      const long long tiles = planes * c.tiles_per_plane();
+      if (tiles >= (1LL << 31)) continue;  // the kernels index tiles in 32 bits
+      found = true;
+      const double v = cost(t, tiles);
+      if (v < best_cost) {
+        best_cost = v;
+        best = {c, kind};
       }
     }
-    if (want_fused && !best.fused)
+    return found;
+  };
+  if (any || path == cuda_path::fused) {
+    const bool found = square_tiles(fused_min, fused_max, cuda_path::fused, [&](int t, long long tiles) {
+      const long long pairs = (tiles + 1) / 2;
+      const double per_wave = double(std::max(sms, 1)) * fused_blocks_per_sm(t);
+      const double waves = std::ceil(double(pairs) / per_wave) / (double(pairs) / per_wave);  // >= 1
+      return fused_ps_per_pixel(t) * double(2 * pairs) * t * t * waves;
+    });
+    if (path == cuda_path::fused && !found)
       throw std::invalid_argument("the fused kernel needs a kernel side <= " + std::to_string(fused_max) +
                                   (forced > 0 ? " and a tile of 32, 64 or 128" : "") + "; kernel is " +
                                   std::to_string(kh) + " x " + std::to_string(kw));
   }
-  if (!want_fused) {
+  if (any || path == cuda_path::three_pass) {
+    const bool found = square_tiles(three_min, three_max, cuda_path::three_pass, [&](int t, long long tiles) {
+      return three_pass_ps_per_pixel(t) * double(2 * ((tiles + 1) / 2)) * t * t;
+    });
+    if (path == cuda_path::three_pass && !found)
+      throw std::invalid_argument("the three-pass path needs a kernel side <= " + std::to_string(three_max) +
+                                  (forced > 0 ? " and a tile of 256, 512 or 1024" : "") + "; kernel is " +
+                                  std::to_string(kh) + " x " + std::to_string(kw));
+  }
+  if (any || path == cuda_path::multipass) {
     const tiling c = choose_tiling(out_h, out_w, kh, kw, multi_min, multi_max, forced);
     const double cost = multipass_ps_per_pixel(c) * double(planes) * c.tiles_per_plane() * c.tile_h * c.tile_w;
-    if (cost < best_cost) best = {c, false};
+    if (cost < best_cost) best = {c, cuda_path::multipass};
   }
   return best;
 }

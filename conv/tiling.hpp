@@ -33,27 +33,34 @@ constexpr long long next_pow2(long long v) {
 // kernel; forced > 0 asks for that square tile (rounded up to cover the kernel).
 tiling choose_tiling(long long out_h, long long out_w, int kh, int kw, int min_tile, int max_tile, int forced = 0);
 
-// The CUDA backend's choice between the fused kernel (square tiles of 32, 64 or 128, two
-// tiles per block, so the tile count is rounded up to even) and the multi-pass pipeline,
-// by the time per padded pixel each path was measured at on the H100 (gpuconv-bench conv,
-// docs/notes-conv.md): fused 32/64/128-tiles 3.9/4.7/6.5 ps (3.7-4.3, 4.4-5.0, 4.8-6.8
-// measured); the multi-pass pipeline ~1.4 ps x (8 + log2 of the tile's pixels). The fused
-// cost is scaled up for a last partial wave of blocks (8, 2 and 1 resident blocks per SM
-// for 32, 64 and 128-tiles), which matters for small batches. plan_options::autotune
-// measures instead.
+// The CUDA backend's kernels: the single-pass fused tile kernel (tiles of 32, 64 or 128,
+// one read and one write of the image), the three-pass tile path (tiles of 256, 512 or 1024:
+// rows, columns with the spectrum multiply, rows; the tile spectra stay in L2 between the
+// passes) or the multi-pass pipeline (any tile up to 4096, seven passes). automatic: the
+// cost model below decides.
+enum class cuda_path { automatic, fused, three_pass, multipass };
+
+// The CUDA backend's choice, by the time per padded pixel each path was measured at on the
+// H100 (gpuconv-bench conv, docs/notes-conv.md): fused 32/64/128-tiles 3.9/4.7/6.5 ps
+// (3.7-4.3, 4.4-5.0, 4.8-6.8 measured); three-pass 256/512/1024-tiles 8.0/10.5/15.5 ps
+// (7.8-10.3, 10.3-12.2, 15.7 measured); the multi-pass pipeline ~1.4 ps x (8 + log2 of the tile's
+// pixels). The fused cost is scaled up for a last partial wave of blocks (8, 2 and 1
+// resident blocks per SM for 32, 64 and 128-tiles), which matters for small batches.
+// plan_options::autotune measures instead.
 struct cuda_tiling {
   tiling tiles;
-  bool fused = false;
+  cuda_path path = cuda_path::multipass;  // never automatic
 };
 constexpr double fused_ps_per_pixel(int tile) { return tile <= 32 ? 3.9 : tile <= 64 ? 4.7 : 6.5; }
 constexpr int fused_blocks_per_sm(int tile) { return tile <= 32 ? 8 : tile <= 64 ? 2 : 1; }
+constexpr double three_pass_ps_per_pixel(int tile) { return tile <= 256 ? 8.0 : tile <= 512 ? 10.5 : 15.5; }
 double multipass_ps_per_pixel(const tiling& t);
-// want_fused / want_multipass force one path (plan_options::path); forced > 0 asks for that
-// square tile (rounded up to cover the kernel). Throws std::invalid_argument when the fused
-// path is forced but cannot hold the kernel.
+// path: automatic, or the one path to use (plan_options::path); forced > 0 asks for that
+// square tile (rounded up to cover the kernel). Throws std::invalid_argument when a forced
+// fused or three-pass path cannot hold the kernel.
 // planes: output planes (input planes x kernels of a bank); sms: the device's multiprocessors
 // (for the wave count).
-cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long planes, int kh, int kw, bool want_fused,
-                               bool want_multipass, int forced = 0, int sms = 132);
+cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long planes, int kh, int kw, cuda_path path,
+                               int forced = 0, int sms = 132);
 
 }  // namespace gpuconv::conv

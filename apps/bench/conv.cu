@@ -99,23 +99,33 @@ struct cufft_pipeline {
 
 struct conv_row {
   int size, batch, k, tile_h, tile_w;
-  bool fused, u8;
+  conv::cuda_path path;
+  bool u8;
   double ms, cufft_ms, err, floor_ms, flop_ms;
   int tuned_tile = 0;  // plan_options::autotune's choice (fp32 rows)
-  bool tuned_fused = false;
+  conv::cuda_path tuned_path = conv::cuda_path::automatic;
   double tuned_ms = 0;
 };
 
 // Flops of the chosen tiling per run: complex 2D FFTs of T^2 points cost 5 T^2 log2(T^2)
 // each way; the fused kernel runs one complex transform pair per two tiles (a tile in
-// each of the real and imaginary parts) plus a complex multiply (6 flops) per point; the
-// multi-pass pipeline runs real transforms (half the complex cost) and multiplies half a
-// spectrum per tile.
+// each of the real and imaginary parts) plus a complex multiply (6 flops) per point, and so
+// does the three-pass path; the multi-pass pipeline runs real transforms (half the complex
+// cost) and multiplies half a spectrum per tile.
 double conv_flops(const conv::plan& p, long long planes) {
   const auto& t = p.tiles();
   const double n = double(t.tile_h) * t.tile_w, tiles = double(planes) * t.tiles_per_plane();
   const double fft = 5 * n * std::log2(n);
-  return p.fused() ? (tiles + 1) / 2 * (2 * fft + 6 * n) : tiles * (fft + 3 * n);
+  return p.path() != conv::cuda_path::multipass ? std::ceil(tiles / 2) * (2 * fft + 6 * n) : tiles * (fft + 3 * n);
+}
+
+const char* path_name(conv::cuda_path p) {
+  switch (p) {
+    case conv::cuda_path::fused: return "fused";
+    case conv::cuda_path::three_pass: return "3pass";
+    case conv::cuda_path::multipass: return "multi";
+    default: return "-";
+  }
 }
 
 }  // namespace
@@ -162,7 +172,7 @@ int run_conv(const options& opt) {
       base.run(in[0].data(), ref.data(), stream);
       const double err = relative_l2(out[0].data(), ref.data(), pixels, stream);
       const double flop_ms = conv_flops(ours, batch) / (tflops * 1e12) * 1e3;
-      conv_row r{size, batch, k, ours.tiles().tile_h, ours.tiles().tile_w, ours.fused(), false, 0, 0, err,
+      conv_row r{size, batch, k, ours.tiles().tile_h, ours.tiles().tile_w, ours.path(), false, 0, 0, err,
                  8.0 * pixels / (copy_gbs * 1e9) * 1e3, flop_ms};
       int i = 0, j = 0;
       r.ms = median_ms([&](cudaStream_t s) { ++i; ours.execute_device(in[i % sets].data(), out[i % sets].data(), s); },
@@ -174,7 +184,7 @@ int run_conv(const options& opt) {
         pt.autotune = true;
         conv::plan tuned(size, size, batch, kernel.data(), k, k, pt);
         r.tuned_tile = tuned.tiles().tile_h;
-        r.tuned_fused = tuned.fused();
+        r.tuned_path = tuned.path();
         int it = 0;
         r.tuned_ms = median_ms([&](cudaStream_t s) { ++it; tuned.execute_device(in[it % sets].data(), out[it % sets].data(), s); },
                                opt.warmup, opt.reps, stream);
@@ -223,9 +233,9 @@ int run_conv(const options& opt) {
     const double floor = std::max(r.floor_ms, r.flop_ms);
     char tuned[48] = "";
     if (r.tuned_tile)
-      std::snprintf(tuned, sizeof tuned, "%s %d %.3f ms", r.tuned_fused ? "fused" : "multi", r.tuned_tile, r.tuned_ms);
+      std::snprintf(tuned, sizeof tuned, "%s %d %.3f ms", path_name(r.tuned_path), r.tuned_tile, r.tuned_ms);
     std::printf("%-16s %4d %5s %9s | %8.3f %8.1f %5.1f%% %6.1f%% | %9.3f %8.1f | %5.1fx %8.1e | %s\n", img, r.k,
-                r.fused ? "fused" : "multi", tile, r.ms, px / (r.ms * 1e6), 100.0 * r.floor_ms / r.ms, 100.0 * floor / r.ms,
+                path_name(r.path), tile, r.ms, px / (r.ms * 1e6), 100.0 * r.floor_ms / r.ms, 100.0 * floor / r.ms,
                 r.cufft_ms, px / (r.cufft_ms * 1e6), r.cufft_ms / r.ms, r.err, tuned);
   }
   std::printf("\n%%copy: the byte floor (8 B/px fp32, 2 B/px uint8 at the copy rate) over the time; %%floor: the larger\n"
@@ -237,7 +247,7 @@ int run_conv(const options& opt) {
     f << "gpu,copy_gbs,tflops,size,batch,k,type,path,tile_h,tile_w,ms,cufft_ms,err,byte_floor_ms,flop_floor_ms\n";
     for (const auto& r : rows)
       f << '"' << prop.name << "\"," << copy_gbs << ',' << tflops << ',' << r.size << ',' << r.batch << ',' << r.k << ','
-        << (r.u8 ? "u8" : "f32") << ',' << (r.fused ? "fused" : "multi") << ',' << r.tile_h << ',' << r.tile_w << ','
+        << (r.u8 ? "u8" : "f32") << ',' << path_name(r.path) << ',' << r.tile_h << ',' << r.tile_w << ','
         << r.ms << ',' << r.cufft_ms << ',' << r.err << ',' << r.floor_ms << ',' << r.flop_ms << '\n';
   }
   for (const auto& r : rows)

@@ -47,7 +47,7 @@ void check_case(backend device, long long h, long long w, int planes, int kh, in
   po.autotune = autotune;
   plan p(h, w, planes, k.data(), kh, kw, po);
   REQUIRE(p.selected_backend() == device);
-  if (path != cuda_path::automatic) REQUIRE(p.fused() == (path == cuda_path::fused));
+  if (path != cuda_path::automatic) REQUIRE(p.path() == path);
   std::vector<float> out(std::size_t(p.output_height() * p.output_width() * planes), NAN);
   p.execute(img.data(), out.data());
   std::vector<double> ref(out.size()), scale(out.size());
@@ -117,6 +117,11 @@ TEST_CASE("GPU fused kernel matches the direct reference: modes x operations x b
   sweep(backend::cuda, cuda_path::fused);
 }
 
+TEST_CASE("GPU three-pass path matches the direct reference: modes x operations x boundaries", "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  sweep(backend::cuda, cuda_path::three_pass);
+}
+
 TEST_CASE("GPU multi-pass pipeline matches the direct reference: modes x operations x boundaries", "[conv][gpu]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
   sweep(backend::cuda, cuda_path::multipass);
@@ -138,13 +143,36 @@ TEST_CASE("GPU fused kernel: every tile size, odd tile counts, batches, large im
   check_case(backend::cuda, 300, 257, 2, 64, 9, o, 0, cuda_path::fused);
 }
 
+TEST_CASE("GPU three-pass path: every tile size, odd pair counts, chunks, kernels beyond the fused tiles", "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  options o;
+  for (int tile : {256, 512, 1024}) {
+    check_case(backend::cuda, 300, 290, 3, 5, 3, o, tile, cuda_path::three_pass);    // odd tile count
+    check_case(backend::cuda, 61, 67, 1, 17, 30, o, tile, cuda_path::three_pass);    // one pair, tile b absent
+  }
+  check_case(backend::cuda, 700, 650, 1, 131, 129, o, 256, cuda_path::three_pass);  // 131 > 128: only 256 and up
+  check_case(backend::cuda, 200, 190, 2, 200, 3, o, 0, cuda_path::three_pass);     // a kernel taller than the image
+  check_case(backend::cuda, 64, 64, 9, 70, 70, o, 0);                               // automatic: not fused
+  // a memory cap of one pair's workspace (staging takes half): chunks of one pair
+  check_case(backend::cuda, 600, 500, 1, 33, 33, o, 256, cuda_path::three_pass,
+             2 * (std::size_t(256) * 256 * 8 + 64 * 1024));
+  o.border = boundary::wrap;
+  o.mode = output_mode::full;
+  check_case(backend::cuda, 300, 257, 2, 140, 9, o, 0, cuda_path::three_pass);
+  o.mode = output_mode::valid;
+  o.op = operation::correlation;
+  o.border = boundary::reflect101;
+  check_case(backend::cuda, 400, 300, 1, 100, 45, o, 0, cuda_path::three_pass);
+}
+
 TEST_CASE("GPU plans tuned at plan time compute the same function", "[conv][gpu]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
   options o;
   check_case(backend::cuda, 480, 640, 1, 3, 3, o, 0, cuda_path::automatic, 0, true);
   check_case(backend::cuda, 64, 64, 40, 15, 15, o, 0, cuda_path::automatic, 0, true);
   o.border = boundary::wrap;
-  check_case(backend::cuda, 300, 257, 2, 70, 9, o, 0, cuda_path::automatic, 0, true);  // fused 128 or multi-pass
+  check_case(backend::cuda, 300, 257, 2, 70, 9, o, 0, cuda_path::automatic, 0, true);  // fused 128 or three-pass
+  check_case(backend::cuda, 500, 400, 1, 130, 20, o, 0, cuda_path::automatic, 0, true);  // three-pass or multi-pass
 }
 
 TEST_CASE("GPU execute on host buffers runs in bands under a memory cap", "[conv][gpu]") {
@@ -161,6 +189,8 @@ TEST_CASE("GPU execute on host buffers runs in bands under a memory cap", "[conv
     }
   options o;
   check_case(backend::cuda, h, w, 1, 9, 6, o, 16, cuda_path::multipass, cap + 16 * 16 * 4 * 8);
+  o.border = boundary::reflect;
+  check_case(backend::cuda, h, w, 2, 9, 6, o, 256, cuda_path::three_pass, 2 * (cap + 256 * 256 * 8));  // half is staging
 }
 
 TEST_CASE("GPU convolution on larger images, chunked tiles, and the CPU backend agree", "[conv][gpu]") {
@@ -269,6 +299,10 @@ TEST_CASE("GPU convolution of uint8 and uint16 pixels rounds to nearest and satu
   }
   check_narrow<std::uint8_t>(backend::cuda, cuda_path::multipass, 0);
   check_narrow<std::uint16_t>(backend::cuda, cuda_path::multipass, 0);
+  for (int tile : {256, 1024}) {
+    check_narrow<std::uint8_t>(backend::cuda, cuda_path::three_pass, tile);
+    check_narrow<std::uint16_t>(backend::cuda, cuda_path::three_pass, tile);
+  }
 }
 
 namespace {
@@ -290,7 +324,7 @@ void check_bank(backend device, cuda_path path, long long h, long long w, int pl
   po.memory_limit = memory_limit;
   plan p(h, w, planes, ks.data(), count, kh, kw, po);
   REQUIRE(p.output_planes() == (long long)planes * count);
-  if (path != cuda_path::automatic) REQUIRE(p.fused() == (path == cuda_path::fused));
+  if (path != cuda_path::automatic) REQUIRE(p.path() == path);
   const long long oh = p.output_height(), ow = p.output_width(), per = oh * ow;
   std::vector<float> out(std::size_t(per * planes * count), NAN);
   p.execute(img.data(), out.data());
@@ -320,10 +354,10 @@ TEST_CASE("CPU convolution with a bank of kernels", "[conv]") {
   check_bank(backend::cpu, cuda_path::automatic, 17, 64, 1, 3, 8, 3, o);
 }
 
-TEST_CASE("GPU convolution with a bank of kernels: fused, multi-pass, bands", "[conv][gpu]") {
+TEST_CASE("GPU convolution with a bank of kernels: fused, three-pass, multi-pass, bands", "[conv][gpu]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
   options o;
-  for (auto path : {cuda_path::fused, cuda_path::multipass}) {
+  for (auto path : {cuda_path::fused, cuda_path::three_pass, cuda_path::multipass}) {
     check_bank(backend::cuda, path, 64, 64, 5, 3, 7, 7, o);    // small images, odd tile counts per kernel
     check_bank(backend::cuda, path, 100, 90, 1, 4, 15, 9, o);  // one image, several kernels
     o.mode = output_mode::valid;
@@ -332,6 +366,8 @@ TEST_CASE("GPU convolution with a bank of kernels: fused, multi-pass, bands", "[
   }
   o.border = boundary::reflect;
   check_bank(backend::cuda, cuda_path::fused, 203, 150, 2, 3, 9, 9, o, std::size_t(150) * 4 * 4 * 40);  // bands
+  // three-pass under a cap of three pairs' work: half of it staging (bands), chunks of one pair
+  check_bank(backend::cuda, cuda_path::three_pass, 400, 350, 1, 3, 41, 41, o, 3 * 256 * 256 * 8);
 }
 
 TEST_CASE("conv plan rejects bad input with the value named", "[conv]") {
@@ -352,5 +388,9 @@ TEST_CASE("conv plan rejects bad input with the value named", "[conv]") {
   CHECK_THROWS_AS(ok.execute_device(out.data(), out.data()), std::invalid_argument);  // CPU backend
   CHECK_THROWS_AS(plan(5, 5, 1, k3, 0, 3, 3, po), std::invalid_argument);  // an empty bank
   // the fused path cannot hold a kernel wider than its largest tile
-  CHECK_THROWS_AS(choose_cuda_tiling(50, 200, 1, 1, 130, true, false), std::invalid_argument);
+  CHECK_THROWS_AS(choose_cuda_tiling(50, 200, 1, 1, 130, cuda_path::fused), std::invalid_argument);
+  // nor the three-pass path one wider than 1024
+  CHECK_THROWS_AS(choose_cuda_tiling(50, 2000, 1, 1, 1030, cuda_path::three_pass), std::invalid_argument);
+  CHECK(choose_cuda_tiling(50, 2000, 1, 1, 1030, cuda_path::automatic).path == cuda_path::multipass);
+  CHECK(choose_cuda_tiling(500, 500, 1, 63, 63, cuda_path::automatic).path != cuda_path::multipass);
 }
