@@ -60,19 +60,12 @@ void complex_1d_plan::inverse(const complex_t<float>* in, complex_t<float>* out,
 
 void complex_1d_plan::convolve(const complex_t<float>* in, complex_t<float>* out, const complex_t<float>* spectrum,
                                long long rows_per_set, cudaStream_t stream) const {
-  convolve(in, out, spectrum, rows_per_set, rows_, stream);
-}
-
-void complex_1d_plan::convolve(const complex_t<float>* in, complex_t<float>* out, const complex_t<float>* spectrum,
-                               long long rows_per_set, long long rows, cudaStream_t stream) const {
-  if (rows < 1 || rows > rows_)
-    throw std::invalid_argument("complex_1d_plan: rows " + std::to_string(rows) + " outside [1, " + std::to_string(rows_) + "]");
   require(in, "input");
   require(out, "output");
   require(spectrum, "spectrum");
   if (rows_per_set < 1) throw std::invalid_argument("complex_1d_plan: rows_per_set " + std::to_string(rows_per_set) + " is < 1");
   dispatch_pow2<2>(n_, [&](auto len) {
-    launch<decltype(len)::value, false>(in, out, rows, grid_, table_.data(), multiply_by_spectrum{spectrum, rows_per_set}, stream);
+    launch<decltype(len)::value, false>(in, out, rows_, grid_, table_.data(), multiply_by_spectrum{spectrum, rows_per_set}, stream);
   });
 }
 

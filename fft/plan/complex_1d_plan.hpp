@@ -23,10 +23,6 @@ class complex_1d_plan {
   // in place is allowed (in == out).
   void convolve(const complex_t<float>* in, complex_t<float>* out, const complex_t<float>* spectrum,
                 long long rows_per_set, cudaStream_t stream = nullptr) const;
-  // The same over the first `rows` rows only (1 <= rows <= rows()): one plan serves a
-  // caller whose last batch is shorter.
-  void convolve(const complex_t<float>* in, complex_t<float>* out, const complex_t<float>* spectrum,
-                long long rows_per_set, long long rows, cudaStream_t stream) const;
 
   int length() const { return n_; }
   long long rows() const { return rows_; }
