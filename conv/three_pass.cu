@@ -16,8 +16,22 @@ using cf = fft::complex_t<float>;
 
 // Rows per block: 16 (128-byte runs in the work layout) where 16 rows of the tile take at
 // most 512 threads and ~70 KB of shared memory; 8 for 1024-tiles.
+#ifndef GPUCONV_THREE_PASS_ROWS  // tuning builds: rows per block of the row kernels (0: the rule above)
+#define GPUCONV_THREE_PASS_ROWS 0
+#endif
+#ifndef GPUCONV_THREE_PASS_ITEMS  // tuning builds: values per thread, row and column kernels
+#define GPUCONV_THREE_PASS_ITEMS 16
+#endif
+#ifndef GPUCONV_THREE_PASS_COLUMN_ITEMS
+#define GPUCONV_THREE_PASS_COLUMN_ITEMS 16
+#endif
 template <int tile>
-using policy_for = three_pass_policy<tile, tile >= 1024 ? 8 : 16>;
+using policy_for =
+    three_pass_policy<tile, GPUCONV_THREE_PASS_ROWS ? GPUCONV_THREE_PASS_ROWS : tile >= 1024 ? 8 : 16, GPUCONV_THREE_PASS_ITEMS>;
+// the column kernel's lines per block (GPUCONV_THREE_PASS_COLUMN_LINES, tuning builds)
+template <int tile>
+using column_policy_for = three_pass_policy<tile, GPUCONV_THREE_PASS_COLUMN_LINES ? GPUCONV_THREE_PASS_COLUMN_LINES : policy_for<tile>::rows,
+                                            GPUCONV_THREE_PASS_COLUMN_ITEMS>;
 
 template <typename F>
 void dispatch_tile(int tile, F&& f) {
@@ -35,8 +49,14 @@ void raise_shared_limit() {
   if constexpr (bytes > 48 * 1024) {
     GPUCONV_CUDA(cudaFuncSetAttribute(&rows_forward_kernel<policy, in_t>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
     GPUCONV_CUDA(cudaFuncSetAttribute(&rows_inverse_kernel<policy, out_t>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    GPUCONV_CUDA(cudaFuncSetAttribute(&columns_kernel<policy>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   }
+}
+
+template <typename policy>
+void raise_column_shared_limit() {
+  constexpr int bytes = policy::shared_memory_bytes;
+  if constexpr (bytes > 48 * 1024)
+    GPUCONV_CUDA(cudaFuncSetAttribute(&columns_kernel<policy>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
 }
 
 }  // namespace
@@ -75,6 +95,7 @@ three_pass_tiles::three_pass_tiles(int tile, const std::vector<float>& kernels, 
     raise_shared_limit<policy, float, float>();
     raise_shared_limit<policy, std::uint8_t, std::uint8_t>();
     raise_shared_limit<policy, std::uint16_t, std::uint16_t>();
+    raise_column_shared_limit<column_policy_for<decltype(t)::value>>();
   });
 }
 
@@ -102,8 +123,9 @@ void three_pass_tiles::run(const in_t* in, out_t* out, const tile_map& m, cudaSt
         rows_forward_kernel<policy, in_t><<<(unsigned)(count * (T / R)), policy::block_threads, bytes, stream>>>(
             in, m, kernel, first, work_.data(), table_.data());
         check_launch("rows_forward_kernel");
-        columns_kernel<policy><<<(unsigned)(count * (T / R)), policy::block_threads, bytes, stream>>>(
-            work_.data(), spectrum, y_first, table_.data());
+        using columns = column_policy_for<T>;
+        columns_kernel<columns><<<(unsigned)(count * (T / columns::rows)), columns::block_threads,
+                                  columns::shared_memory_bytes, stream>>>(work_.data(), spectrum, y_first, table_.data());
         check_launch("columns_kernel");
         rows_inverse_kernel<policy, out_t><<<(unsigned)(count * groups_c), policy::block_threads, bytes, stream>>>(
             work_.data(), out, m, kernel, first, y_first, groups_c, table_.data());

@@ -28,18 +28,23 @@
 #ifndef GPUCONV_THREE_PASS_COLUMN_THREADS
 #define GPUCONV_THREE_PASS_COLUMN_THREADS 512
 #endif
+#ifndef GPUCONV_THREE_PASS_COLUMN_LINES  // lines a column block transforms (0: as the row kernels; 8
+                                          // measured 1-10% faster than 16 for 256/512-tiles)
+#define GPUCONV_THREE_PASS_COLUMN_LINES 8
+#endif
 
 namespace gpuconv::conv {
 
 // rows_: tile rows a block transforms (its store to work[pair][kx][y] writes runs of rows_
-// complex values); 16 values of a row per thread.
-template <int tile_, int rows_>
+// complex values); items_: values of a row per thread.
+template <int tile_, int rows_, int items_ = 16>
 struct three_pass_policy {
+  static_assert(items_ == 8 || items_ == 16, "three_pass_policy: 8 or 16 values per thread");
   static_assert(tile_ == 256 || tile_ == 512 || tile_ == 1024, "three_pass_policy: tiles of 256, 512 or 1024");
-  static_assert(rows_ == 8 || rows_ == 16, "three_pass_policy: 8 or 16 rows per block");
+  static_assert(rows_ == 4 || rows_ == 8 || rows_ == 16, "three_pass_policy: 4, 8 or 16 rows per block");
   static constexpr int tile = tile_;
   static constexpr int rows = rows_;
-  static constexpr int items_per_thread = 16;
+  static constexpr int items_per_thread = items_;
   static constexpr int threads_per_row = tile_ / items_per_thread;
   static constexpr int block_threads = rows_ * threads_per_row;
   static constexpr int row_stride = tile_ + tile_ / 16;  // block_fft_t's padded row
@@ -118,6 +123,30 @@ __device__ GPUCONV_INLINE pair_tiles pair_at(const tile_map& m, long long kernel
   return {kernel * m.tiles_per_kernel + 2 * pair, 2 * pair + 1 < m.tiles_per_kernel};
 }
 
+// Moves the block's runs between the work layout and the staging: for each kx < T, the R
+// values at global + kx*T (16-byte aligned: R is even and the runs start at multiples of R)
+// and shared + kx*S. 16-byte global accesses, two values each, all issued before any is
+// used; a half-warp's 8-byte shared accesses fall on distinct banks (S odd).
+template <typename policy, bool to_global>
+__device__ GPUCONV_INLINE void copy_runs(fft::complex_t<float>* global, fft::complex_t<float>* shared) {
+  constexpr int T = policy::tile, R = policy::rows, S = policy::stage_stride, bt = policy::block_threads;
+  constexpr int half = R / 2, per_thread = T * half / bt;
+  static_assert(T * half % bt == 0, "copy_runs: whole iterations");
+  fft::static_for<per_thread>([&](auto k) {
+    const int i = (int)threadIdx.x + k.value * bt;
+    const int kx = i / half, r = (i - kx * half) * 2;
+    float4* g = reinterpret_cast<float4*>(global + (long long)kx * T + r);
+    fft::complex_t<float>* sh = shared + kx * S + r;
+    if constexpr (to_global) {
+      *g = make_float4(sh[0].re, sh[0].im, sh[1].re, sh[1].im);
+    } else {
+      const float4 q = __ldg(g);
+      sh[0] = {q.x, q.y};
+      sh[1] = {q.z, q.w};
+    }
+  });
+}
+
 }  // namespace detail
 
 // Pass A. Block b of the launch: pair first_pair + b / (T/R) of kernel `kernel`, tile rows
@@ -153,15 +182,11 @@ rows_forward_kernel(const in_t* __restrict__ in, tile_map m, long long kernel, l
   __syncthreads();  // the passes' shared reads are done before the staging writes
   fft::static_for<I>([&](auto j) { shared[(t + TR * j.value) * S + row] = v[j.value]; });
   __syncthreads();
-  cf* dst = work + local_pair * T * T + y0;  // element (kx, y) at kx*T + y
-  for (int i = threadIdx.x; i < T * R; i += policy::block_threads) {
-    const int kx = i / R, r = i - kx * R;
-    dst[(long long)kx * T + r] = shared[kx * S + r];
-  }
+  detail::copy_runs<policy, true>(work + local_pair * T * T + y0, shared);
 }
 
-// Pass B. Block b: lines (columns kx of the pair) first_line + b*R .. + R - 1 of the launch's
-// pairs, line l at work + l*T: FFT along y, multiply by spectrum[kx][ky], inverse FFT, and
+// Pass B. Block b: lines (columns kx of the pairs) (B - 1 - b)*R .. + R - 1 of the launch's
+// pairs (B blocks), line l at work + l*T: FFT along y, multiply by spectrum[kx][ky], inverse FFT, and
 // store the values from y_first on (pass C reads no others). Twiddles and spectrum are
 // loaded where used (twiddle_load_late): held across both transforms they would take the
 // registers of a second block per SM.
@@ -177,7 +202,10 @@ columns_kernel(fft::complex_t<float>* __restrict__ work, const fft::complex_t<fl
   extern __shared__ __align__(16) unsigned char shared_raw[];
   cf* shared = reinterpret_cast<cf*>(shared_raw);
   const int row = threadIdx.x / TR, t = threadIdx.x % TR;
-  const long long line = (long long)blockIdx.x * R + row;
+  // blocks run roughly in index order: taking the lines last to first meets first the pairs
+  // pass A wrote last, while they are still in L2 (and leaves in L2 the first pairs, which
+  // pass C reads first)
+  const long long line = (long long)(gridDim.x - 1 - blockIdx.x) * R + row;
   const int kx = (int)(line % T);
   cf* x = work + line * T;
   cf* row_shared = shared + row * policy::row_stride;
@@ -211,11 +239,7 @@ rows_inverse_kernel(const fft::complex_t<float>* __restrict__ work, out_t* __res
   const int y0 = y_first + (blockIdx.x % groups) * R;
   const detail::pair_tiles p = detail::pair_at(m, kernel, first_pair + local_pair);
   if (threadIdx.x < 2 && (threadIdx.x == 0 || p.has_b)) origins[threadIdx.x] = detail::origin_of(m, p.first_tile + threadIdx.x);
-  const cf* src = work + local_pair * T * T + y0;
-  for (int i = threadIdx.x; i < T * R; i += policy::block_threads) {
-    const int kx = i / R, r = i - kx * R;
-    shared[kx * S + r] = src[(long long)kx * T + r];
-  }
+  detail::copy_runs<policy, false>(const_cast<cf*>(work) + local_pair * T * T + y0, shared);
   __syncthreads();
   const int row = threadIdx.x / TR, t = threadIdx.x % TR;
   fft::array_t<cf, I> v;

@@ -98,7 +98,7 @@ cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long plane
   }
   if (any || path == cuda_path::three_pass) {
     const bool found = square_tiles(three_min, three_max, cuda_path::three_pass, [&](int t, long long tiles) {
-      return three_pass_ps_per_pixel(t) * double(2 * ((tiles + 1) / 2)) * t * t;
+      return three_pass_ps_per_pixel(t, kh) * double(2 * ((tiles + 1) / 2)) * t * t;
     });
     if (path == cuda_path::three_pass && !found)
       throw std::invalid_argument("the three-pass path needs a kernel side <= " + std::to_string(three_max) +
