@@ -2,8 +2,8 @@
 // - fused: one launch of the fused tile kernel (fused_tile.cuh), two tiles of 32..128 per
 //   block, the image read once and the output written once;
 // - three-pass, for kernels too large for a fused tile: tiles of 256..1024 (three_pass.cuh),
-//   the image read once and the output written once, the tile spectra kept in L2 between
-//   the passes by running the pairs in chunks;
+//   the image read once and the output written once, the tile spectra through global
+//   memory between the passes (in chunks of pairs under the memory cap);
 // - multi-pass, for what the others cannot hold: tiles in chunks that fit the
 //   workspace cap; per chunk gather (boundary rule applied in the loader) ->
 //   fft::real_2d_plan::convolve (row R2C, transpose, fused column FFT * spectrum * IFFT,

@@ -13,8 +13,8 @@
 //      inverse row FFTs, write the valid pixels of both tiles (narrow types rounded and
 //      saturated in registers). Only the rows that hold valid outputs are transformed.
 // The image is read once and the output written once; the pair's spectrum (T^2 x 8 bytes)
-// goes out and back twice between the passes, in chunks of pairs small enough to stay in
-// L2 (three_pass_tiles picks the chunk).
+// goes out and back twice between the passes (16 bytes per padded pixel), all pairs in one
+// chunk unless the memory cap (or, in tuning builds, the L2 size) asks for several.
 #pragma once
 #include <cstdint>
 #include <type_traits>

@@ -35,8 +35,8 @@ tiling choose_tiling(long long out_h, long long out_w, int kh, int kw, int min_t
 
 // The CUDA backend's kernels: the single-pass fused tile kernel (tiles of 32, 64 or 128,
 // one read and one write of the image), the three-pass tile path (tiles of 256, 512 or 1024:
-// rows, columns with the spectrum multiply, rows; the tile spectra stay in L2 between the
-// passes) or the multi-pass pipeline (any tile up to 4096, seven passes). automatic: the
+// rows, columns with the spectrum multiply, rows; the tile spectra go through global memory
+// between the passes) or the multi-pass pipeline (any tile up to 4096, seven passes). automatic: the
 // cost model below decides.
 enum class cuda_path { automatic, fused, three_pass, multipass };
 
