@@ -11,6 +11,7 @@ struct options {
   int warmup = 3;
   std::vector<int> sizes;  // empty: all
   std::string csv;
+  int tile = 0;  // conv: force this square tile (plan_options::tile; 0: the cost model)
 };
 
 int run_fft1d(const options& opt);

@@ -165,6 +165,7 @@ int run_conv(const options& opt) {
       conv::plan_options po;
       po.device = conv::backend::cuda;
       po.semantics.border = conv::boundary::zero;
+      po.tile = opt.tile;
       conv::plan ours(size, size, batch, kernel.data(), k, k, po);
       cufft_pipeline base(size, size, k, batch, kernel, stream);
       GPUCONV_CUDA(cudaMemsetAsync(out[0].data(), 0xFF, pixels * 4, stream));

@@ -13,10 +13,11 @@ namespace {
 void usage() {
   std::fprintf(stderr,
                "usage: gpuconv-bench fft1d [--points P] [--reps R] [--warmup W] [--sizes n1,n2,...] [--csv FILE]\n"
-               "       gpuconv-bench conv [--reps R] [--warmup W] [--sizes k1,k2,...] [--csv FILE]\n"
+               "       gpuconv-bench conv [--reps R] [--warmup W] [--sizes k1,k2,...] [--tile T] [--csv FILE]\n"
                "  fft1d  batched 1D R2C/C2R, n = 4..4096, against cuFFT (P points per transform, default 2^28)\n"
                "  conv   'same' convolution of 1x4096^2, 64x256^2, 1024x64^2 images, K = 3..127, against the\n"
-               "         cuFFT pipeline (pad, R2C, multiply, C2R, crop); --sizes selects kernel sizes\n");
+               "         cuFFT pipeline (pad, R2C, multiply, C2R, crop); --sizes selects kernel sizes, --tile\n"
+               "         forces a square tile (the cost model still picks the path that holds it)\n");
 }
 
 }  // namespace
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
       else if (a == "--reps") opt.reps = std::stoi(value());
       else if (a == "--warmup") opt.warmup = std::stoi(value());
       else if (a == "--csv") opt.csv = value();
+      else if (a == "--tile") opt.tile = std::stoi(value());
       else if (a == "--sizes") {
         std::stringstream ss(value());
         for (std::string s; std::getline(ss, s, ',');) opt.sizes.push_back(std::stoi(s));
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
     if (opt.points < 4096 || (opt.points & (opt.points - 1)))
       throw std::invalid_argument("--points must be a power of two >= 4096");
     if (opt.reps < 1 || opt.warmup < 0) throw std::invalid_argument("--reps must be >= 1 and --warmup >= 0");
+    if (opt.tile < 0) throw std::invalid_argument("--tile must be >= 0");
     if (!gpuconv::cuda_device_available()) {
       std::fprintf(stderr, "gpuconv-bench: no CUDA device present\n");
       return 1;
