@@ -30,6 +30,9 @@
 #ifndef GPUCONV_FUSED_MIN_BLOCKS_128  // the register budget of 128- and 256-thread blocks
 #define GPUCONV_FUSED_MIN_BLOCKS_128 8  // 10: 48 registers and spills, 0-10% slower
 #endif
+#ifndef GPUCONV_FUSED_MIN_BLOCKS_512  // (128-tiles take 140 KB of shared memory: one block per SM anyway)
+#define GPUCONV_FUSED_MIN_BLOCKS_512 1
+#endif
 #ifndef GPUCONV_FUSED_MIN_BLOCKS_256  // 3: 80 registers, no spills (2: 128 registers, 5-9% slower)
 #define GPUCONV_FUSED_MIN_BLOCKS_256 3
 #endif
@@ -58,7 +61,7 @@ struct fused_policy {
   static constexpr int shared_memory_bytes = tile_ * line_stride * 8 + 2 * 48;
   // register budget: the blocks per SM that the registers must allow (the compiler left to
   // itself keeps per-pair index values live across the FFTs and drops a block or more)
-  static constexpr int min_blocks = shared_memory_bytes > 100 * 1024 ? 1 : block_threads <= 128 ? GPUCONV_FUSED_MIN_BLOCKS_128 : block_threads <= 256 ? GPUCONV_FUSED_MIN_BLOCKS_256 : 1;
+  static constexpr int min_blocks = shared_memory_bytes > 100 * 1024 ? 1 : block_threads <= 128 ? GPUCONV_FUSED_MIN_BLOCKS_128 : block_threads <= 256 ? GPUCONV_FUSED_MIN_BLOCKS_256 : GPUCONV_FUSED_MIN_BLOCKS_512;
 };
 
 namespace detail {
