@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "fft/host/real_1d_host.hpp"
 #include "fft/plan/twiddle_table.hpp"
 #include "fused_tile.cuh"
 
@@ -54,24 +55,21 @@ void dispatch_tile(int tile, F&& f) {
 
 std::vector<cf> fused_tiles::spectrum(int tile, const float* kernel, int kh, int kw) {
   const int T = tile;
-  std::vector<fft::complex_t<double>> w(T);
-  for (int e = 0; e < T; ++e) w[e] = fft::unit_root(e, T);
-  // rows first: A[i][kx] = sum_j k(i, j) W^(kx*j), then K[kx][ky] = sum_i W^(ky*i) A[i][kx]
-  std::vector<fft::complex_t<double>> a(std::size_t(kh) * T, {0, 0});
-  for (int i = 0; i < kh; ++i)
-    for (int kx = 0; kx < T; ++kx) {
-      fft::complex_t<double> s{0, 0};
-      for (int j = 0; j < kw; ++j) s += w[(std::size_t(kx) * j) % T] * double(kernel[std::size_t(i) * kw + j]);
-      a[std::size_t(i) * T + kx] = s;
-    }
+  // Two passes of the host's double-precision FFT (O(T^2 log T), not O(T^2 K): a 511-wide
+  // kernel on a 1024-tile takes ~0.1 s instead of 1.3 s):
+  // rows: A[i][kx] = sum_j k(i, j) W^(kx*j); columns: K[kx][ky] = sum_i W^(ky*i) A[i][kx],
+  // held as B[kx][i] = A[i][kx] (zero for i >= kh) so that both passes run along rows.
+  const fft::host::complex_1d_plan<double> plan(T);
+  std::vector<fft::complex_t<double>> row(T), scratch(T), b(std::size_t(T) * T, {0, 0});
+  for (int i = 0; i < kh; ++i) {
+    for (int j = 0; j < T; ++j) row[j] = {j < kw ? double(kernel[std::size_t(i) * kw + j]) : 0.0, 0.0};
+    plan.forward(row.data(), 1, scratch.data());
+    for (int kx = 0; kx < T; ++kx) b[std::size_t(kx) * T + i] = row[kx];
+  }
+  plan.forward(b.data(), T, scratch.data());
   const double scale = 1.0 / (double(T) * T);
   std::vector<cf> out(std::size_t(T) * T);
-  for (int kx = 0; kx < T; ++kx)
-    for (int ky = 0; ky < T; ++ky) {
-      fft::complex_t<double> s{0, 0};
-      for (int i = 0; i < kh; ++i) s += w[(std::size_t(ky) * i) % T] * a[std::size_t(i) * T + kx];
-      out[std::size_t(kx) * T + ky] = {float(s.re * scale), float(s.im * scale)};
-    }
+  for (std::size_t e = 0; e < out.size(); ++e) out[e] = {float(b[e].re * scale), float(b[e].im * scale)};
   return out;
 }
 
