@@ -56,7 +56,7 @@ void dispatch_tile(int tile, F&& f) {
 std::vector<cf> fused_tiles::spectrum(int tile, const float* kernel, int kh, int kw) {
   const int T = tile;
   // Two passes of the host's double-precision FFT (O(T^2 log T), not O(T^2 K): a 511-wide
-  // kernel on a 1024-tile takes ~0.1 s instead of 1.3 s):
+  // kernel on a 1024-tile takes 0.02 s instead of 1.3 s):
   // rows: A[i][kx] = sum_j k(i, j) W^(kx*j); columns: K[kx][ky] = sum_i W^(ky*i) A[i][kx],
   // held as B[kx][i] = A[i][kx] (zero for i >= kh) so that both passes run along rows.
   const fft::host::complex_1d_plan<double> plan(T);
