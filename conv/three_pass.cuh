@@ -1,4 +1,4 @@
-// Kernel layer of the convolution: the row passes of the three-pass tile path.
+// Kernel layer of the convolution: the three kernels of the three-pass tile path.
 //
 // For kernels too large for the fused tile kernel (fused_tile.cuh, tiles up to 128), tiles
 // of 256..1024 are convolved in three passes, two real tiles at a time as the real and
