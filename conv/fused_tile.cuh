@@ -85,6 +85,24 @@ __device__ GPUCONV_INLINE tile_origin origin_of(const tile_map& m, long long g) 
   return {plane, (long long)plane * m.kernels + k, oy, ox, oy + m.oy - (m.kh - 1), ox + m.ox - (m.kw - 1)};
 }
 
+// The two tiles of pair `pair` of kernel `kernel`: tiles pair up within a kernel of the bank
+// (both halves need the same spectrum), the second absent when the kernel's count is odd.
+struct pair_tiles {
+  long long first_tile;  // global tile index of the first (real part)
+  bool has_b;            // the second (imaginary part) exists
+};
+
+__device__ GPUCONV_INLINE pair_tiles pair_at(const tile_map& m, long long kernel, long long pair) {
+  return {kernel * m.tiles_per_kernel + 2 * pair, 2 * pair + 1 < m.tiles_per_kernel};
+}
+
+// Threads 0 and 1 compute where the pair's tiles sit and leave it in shared memory, so that
+// the per-pair index values are not held in registers across the FFTs; the caller
+// synchronises before reading.
+__device__ GPUCONV_INLINE void publish_origins(const tile_map& m, const pair_tiles& p, tile_origin* origins) {
+  if (threadIdx.x < 2 && (threadIdx.x == 0 || p.has_b)) origins[threadIdx.x] = origin_of(m, p.first_tile + threadIdx.x);
+}
+
 // Column `v` of the tile at o, rows t + TL*j (j < I), as floats; 0 when there is no tile.
 // Neighbouring lanes hold neighbouring columns, so each load is one coalesced row segment.
 template <int I, int TL, typename in_t>
@@ -166,15 +184,13 @@ fused_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_map
   const int first = threadIdx.x % lanes, t = threadIdx.x / lanes;
   auto line_of = [&](int h) { return first + lanes * h; };
   auto line_shared = [&](int h) { return shared + line_of(h) * stride; };
-  // tiles pair up within a kernel of the bank (both halves of a pair need the same spectrum)
-  const long long per_kernel = m.tiles_per_kernel, pairs_per_kernel = (per_kernel + 1) / 2;
-  const long long pairs = pairs_per_kernel * m.kernels;
+  const long long pairs_per_kernel = (m.tiles_per_kernel + 1) / 2, pairs = pairs_per_kernel * m.kernels;
   for (long long pair = blockIdx.x; pair < pairs; pair += gridDim.x) {
-    const long long kernel = pair / pairs_per_kernel, local = pair - kernel * pairs_per_kernel;
-    const long long ga = kernel * per_kernel + 2 * local;
-    const bool has_b = 2 * local + 1 < per_kernel;
+    const long long kernel = pair / pairs_per_kernel;
+    const detail::pair_tiles p = detail::pair_at(m, kernel, pair - kernel * pairs_per_kernel);
+    const bool has_b = p.has_b;
     const cf* spectrum = spectra + kernel * T * T;
-    if (threadIdx.x < 2 && (threadIdx.x == 0 || has_b)) origins[threadIdx.x] = detail::origin_of(m, ga + threadIdx.x);
+    detail::publish_origins(m, p, origins);
     __syncthreads();
     fft::array_t<cf, I> v[L];
     fft::static_for<L>([&](auto h) {

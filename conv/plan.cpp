@@ -67,7 +67,6 @@ void plan::execute_device_any(const void* in, void* out, int bytes, bool is_floa
   impl_->execute_device(in, out, pixel_of(bytes, is_float), stream);
 }
 
-bool plan::fused() const { return impl_->path() == cuda_path::fused; }
 cuda_path plan::path() const { return impl_->path(); }
 
 backend plan::selected_backend() const { return impl_->kind(); }

@@ -77,7 +77,6 @@ class plan {
   }
 
   backend selected_backend() const;
-  bool fused() const;  // the CUDA backend runs the single-pass fused kernel
   cuda_path path() const;  // the CUDA backend's path (automatic on the CPU backend)
   long long output_planes() const;  // planes x kernel_count
   long long output_height() const;

@@ -112,17 +112,6 @@ __device__ GPUCONV_INLINE void store_row(out_t* __restrict__ out, const tile_map
   }
 }
 
-// The pair of tiles block `pair` of a chunk works on: kernel-major numbering as in the
-// fused kernel (tiles pair up within a kernel of the bank).
-struct pair_tiles {
-  long long first_tile;  // global tile index of tile a
-  bool has_b;
-};
-
-__device__ GPUCONV_INLINE pair_tiles pair_at(const tile_map& m, long long kernel, long long pair) {
-  return {kernel * m.tiles_per_kernel + 2 * pair, 2 * pair + 1 < m.tiles_per_kernel};
-}
-
 // Moves the block's runs between the work layout and the staging: for each kx < T, the R
 // values at global + kx*T (16-byte aligned: R is even and the runs start at multiples of R)
 // and shared + kx*S. 16-byte global accesses, two values each, all issued before any is
@@ -167,7 +156,7 @@ rows_forward_kernel(const in_t* __restrict__ in, tile_map m, long long kernel, l
   const long long local_pair = blockIdx.x / groups;
   const int y0 = (blockIdx.x % groups) * R;
   const detail::pair_tiles p = detail::pair_at(m, kernel, first_pair + local_pair);
-  if (threadIdx.x < 2 && (threadIdx.x == 0 || p.has_b)) origins[threadIdx.x] = detail::origin_of(m, p.first_tile + threadIdx.x);
+  detail::publish_origins(m, p, origins);
   __syncthreads();
 
   const int row = threadIdx.x / TR, t = threadIdx.x % TR;
@@ -238,7 +227,7 @@ rows_inverse_kernel(const fft::complex_t<float>* __restrict__ work, out_t* __res
   const long long local_pair = blockIdx.x / groups;
   const int y0 = y_first + (blockIdx.x % groups) * R;
   const detail::pair_tiles p = detail::pair_at(m, kernel, first_pair + local_pair);
-  if (threadIdx.x < 2 && (threadIdx.x == 0 || p.has_b)) origins[threadIdx.x] = detail::origin_of(m, p.first_tile + threadIdx.x);
+  detail::publish_origins(m, p, origins);  // read after the barrier below
   detail::copy_runs<policy, false>(const_cast<cf*>(work) + local_pair * T * T + y0, shared);
   __syncthreads();
   const int row = threadIdx.x / TR, t = threadIdx.x % TR;

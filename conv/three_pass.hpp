@@ -34,8 +34,6 @@ class three_pass_tiles {
   template <typename in_t, typename out_t>
   void run(const in_t* in, out_t* out, const tile_map& m, cudaStream_t stream);
 
-  long long chunk() const { return chunk_; }
-
  private:
   int tile_, count_;
   long long chunk_;
