@@ -12,7 +12,8 @@ export DEBIAN_FRONTEND=noninteractive
 
 . /etc/os-release
 # clang and libclang-rt-dev (libFuzzer, the sanitizer runtimes): scripts/fuzz.sh
-packages=(build-essential cmake ninja-build pkg-config ca-certificates libopencv-dev libcli11-dev git clang libclang-rt-dev time python3)
+packages=(build-essential cmake ninja-build pkg-config ca-certificates libopencv-dev libcli11-dev git clang libclang-rt-dev time python3
+          python3-pip unzip)
 catch_from=()
 
 case "${ID}:${VERSION_CODENAME:-}" in
@@ -34,6 +35,25 @@ $SUDO apt-get install -y -qq --no-install-recommends "${catch_from[@]}" catch2
 if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   echo "setup.sh: no CUDA toolkit found; installing the distribution's nvidia-cuda-toolkit" >&2
   $SUDO apt-get install -y -qq --no-install-recommends nvidia-cuda-toolkit
+fi
+
+# nvJPEG (GPU JPEG decode/encode; gpuconv loads the library at run time and needs only its
+# header to build): from the CUDA Toolkit when it has it, else from the PyPI wheel
+# nvidia-nvjpeg (CUDA 13), unpacked into /opt/gpuconv/nvjpeg/{include,lib} where CMake looks.
+cuda_include=$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")/../include
+nvjpeg_root=/opt/gpuconv/nvjpeg
+if [ ! -f "$cuda_include/nvjpeg.h" ] && [ ! -f "$nvjpeg_root/include/nvjpeg.h" ]; then
+  wheel_dir=$(mktemp -d)
+  if python3 -m pip download -q --no-deps --only-binary=:all: --platform manylinux_2_17_x86_64 \
+       --python-version 3.11 -d "$wheel_dir" 'nvidia-nvjpeg>=13,<14'; then
+    $SUDO mkdir -p "$nvjpeg_root"
+    unzip -q -o "$wheel_dir"/nvidia_nvjpeg-*.whl 'nvidia/cu13/*' -d "$wheel_dir/x"
+    $SUDO cp -r "$wheel_dir/x/nvidia/cu13/include" "$wheel_dir/x/nvidia/cu13/lib" "$nvjpeg_root/"
+    echo "setup.sh: nvJPEG header and library from the nvidia-nvjpeg wheel in $nvjpeg_root"
+  else
+    echo "setup.sh: the nvidia-nvjpeg wheel could not be fetched; building without GPU JPEG" >&2
+  fi
+  rm -rf "$wheel_dir"
 fi
 
 catch_version=$(dpkg-query -W -f='${Version}' catch2 2>/dev/null || echo none)

@@ -45,14 +45,9 @@ struct temp_guard {
 bool is_temp_name(const fs::path& file) { return file.filename().string().find(temp_marker) != std::string::npos; }
 
 void write_image_atomic(const fs::path& out, const cv::Mat& image, bool overwrite, const std::vector<int>& params) {
-  static std::atomic<unsigned long> counter{0};
-  const fs::path dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
-  const fs::path temp = dir / ("." + out.filename().string() + temp_marker + std::to_string(::getpid()) + "-" +
-                               std::to_string(counter++) + out.extension().string());
   const std::string name = "output '" + out.string() + "'";
   if (!overwrite && fs::exists(fs::symlink_status(out)))
     throw output_error(name + ": exists (use --overwrite or --skip-existing)");
-
   // Encode in memory, then write the bytes ourselves: cv::imwrite's encoders write through
   // stdio and do not all check the result (a full disk or a file-size limit could leave a
   // short file that imwrite reports as written); write(2) reports ENOSPC / EFBIG / EROFS.
@@ -63,6 +58,17 @@ void write_image_atomic(const fs::path& out, const cv::Mat& image, bool overwrit
   } catch (const cv::Exception& e) {
     throw output_error(name + ": cannot be encoded (" + e.err + ")");
   }
+  write_bytes_atomic(out, bytes, overwrite);
+}
+
+void write_bytes_atomic(const fs::path& out, const std::vector<unsigned char>& bytes, bool overwrite) {
+  static std::atomic<unsigned long> counter{0};
+  const fs::path dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  const fs::path temp = dir / ("." + out.filename().string() + temp_marker + std::to_string(::getpid()) + "-" +
+                               std::to_string(counter++) + out.extension().string());
+  const std::string name = "output '" + out.string() + "'";
+  if (!overwrite && fs::exists(fs::symlink_status(out)))
+    throw output_error(name + ": exists (use --overwrite or --skip-existing)");
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw output_error(name + ": directory '" + dir.string() + "' does not exist");
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

@@ -1,5 +1,5 @@
 // Output files appear whole or not at all. The image is encoded in memory by cv::imencode
-// (the codec picked by the extension), written with write(2) into a temp file in the
+// (the codec picked by the extension) or by the GPU's JPEG encoder, written with write(2) into a temp file in the
 // output's directory, `.NAME.gpuconv-tmp-PID-N.EXT`, every short or failed write reported
 // with its errno (ENOSPC, EFBIG, EROFS, ...), fsync'ed, then moved onto the output name:
 // rename(2) when overwriting is allowed, link(2) + unlink(2) otherwise, so that a file that
@@ -15,6 +15,8 @@ namespace gpuconv::app {
 
 void write_image_atomic(const std::filesystem::path& out, const cv::Mat& image, bool overwrite = true,
                         const std::vector<int>& params = {});
+// The same for bytes already encoded (the GPU's JPEG encoder).
+void write_bytes_atomic(const std::filesystem::path& out, const std::vector<unsigned char>& bytes, bool overwrite = true);
 
 // True for names write_image_atomic uses for its temp files (tests look for leftovers).
 bool is_temp_name(const std::filesystem::path& file);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -21,6 +22,7 @@
 #include "errors.hpp"
 #include "image_io.hpp"
 #include "interrupt.hpp"
+#include "jpeg_header.hpp"
 #include "kernel_io.hpp"
 
 namespace gpuconv::app {
@@ -61,6 +63,20 @@ class bounded_queue {
     return item;
   }
 
+  // Waits for one item, then takes up to `most` of those already queued; empty when closed
+  // and drained.
+  std::vector<T> pop_up_to(std::size_t most) {
+    std::unique_lock lock(mutex_);
+    not_empty_.wait(lock, [&] { return !items_.empty() || closed_; });
+    std::vector<T> out;
+    while (!items_.empty() && out.size() < most) {
+      out.push_back(std::move(items_.front()));
+      items_.pop_front();
+    }
+    not_full_.notify_all();
+    return out;
+  }
+
   void close() {
     std::lock_guard lock(mutex_);
     closed_ = true;
@@ -75,11 +91,38 @@ class bounded_queue {
   std::condition_variable not_full_, not_empty_;
 };
 
-// Decoded image on its way: the cv::Mat itself for --io-only, float planes otherwise.
+// A JPEG for the GPU's decoder: the file's bytes and what its headers say.
+struct jpeg_file {
+  std::vector<unsigned char> bytes;
+  pipeline::jpeg_header header;
+};
+// An output already encoded (by the GPU's JPEG encoder).
+struct encoded_file {
+  std::vector<unsigned char> bytes;
+  long long clipped = 0;
+};
+
+// An image on its way. From the decoders: the decoded cv::Mat (--io-only, and the GPU
+// backend, which converts on the GPU), float planes (CPU backend) or a JPEG's bytes (the
+// GPU decodes it). From the compute workers: float planes (CPU), the output image (GPU), or
+// the encoded output (GPU JPEG).
 struct work {
   std::size_t index;
-  std::variant<cv::Mat, planar_image> image;
+  std::variant<cv::Mat, planar_image, jpeg_file, output_image, encoded_file> image;
 };
+
+// Images a GPU worker takes at once: nvJPEG's hardware decoder is faster on batches.
+constexpr std::size_t gpu_batch = 8;
+
+// Compute workers on the GPU, each with its own stream, plans and codec states, so that one
+// image's copies, decode and encode overlap another's kernels. GPUCONV_GPU_WORKERS overrides.
+int gpu_workers() {
+  if (const char* env = std::getenv("GPUCONV_GPU_WORKERS")) {
+    const int n = std::atoi(env);
+    if (n >= 1 && n <= 16) return n;
+  }
+  return 3;
+}
 
 bool has_extension(const fs::path& p, const std::vector<std::string>& extensions) {
   const std::string ext = to_lower(p.extension().string());
@@ -199,6 +242,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   };
 
   const convolve_settings settings = c ? c->settings() : convolve_settings{};
+  const bool gpu = c && c->settings().device == conv::backend::cuda;
   bounded_queue<work> decoded{std::size_t(jobs)}, convolved{std::size_t(jobs)};
   std::atomic<std::size_t> next{0};
   std::atomic<int> decoders_left{jobs};
@@ -207,8 +251,19 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
     yield_to_compute();
     for (std::size_t i; !stop && !interrupted() && (i = next++) < items.size();) {
       try {
-        cv::Mat m = read_image(items[i].input);
-        if (c)
+        cv::Mat m;
+        if (c && c->gpu_jpeg() && is_jpeg_name(items[i].input)) {
+          std::vector<unsigned char> bytes = read_image_bytes(items[i].input);
+          const pipeline::jpeg_header h = pipeline::jpeg_headers(bytes.data(), bytes.size());
+          if (h.gpu_decodable()) {
+            decoded.push(work{i, jpeg_file{std::move(bytes), h}});
+            continue;
+          }
+          m = read_image(items[i].input);  // progressive, gray, CMYK, damaged, ...: libjpeg as always
+        } else {
+          m = read_image(items[i].input);
+        }
+        if (c && !gpu)
           decoded.push(work{i, to_planes(m, settings.alpha)});
         else
           decoded.push(work{i, std::move(m)});
@@ -218,20 +273,59 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
     }
     if (--decoders_left == 0) decoded.close();
   };
-  // Compute workers: one per convolver. On the GPU two of them, each with its own plans (a
-  // plan is not thread-safe) and stream, so that one image's host<->device copies overlap
-  // the other's: with every core busy decoding and encoding, one thread's copies from
-  // pageable memory were the pipeline's narrowest stage.
+  // Compute workers: one per convolver (a plan is not thread-safe). On the GPU several
+  // (gpu_workers()), each with its own stream: while one waits for a copy, a decode or an
+  // encode, another's kernels run.
   std::vector<convolver*> workers;
   std::vector<std::unique_ptr<convolver>> extra;
   if (c) {
     workers.push_back(c);
-    if (c->settings().device == conv::backend::cuda && jobs > 1) {
-      extra.push_back(std::make_unique<convolver>(c->kernel_used(), c->settings()));
-      workers.push_back(extra.back().get());
-    }
+    if (gpu)
+      for (int w = 1; w < gpu_workers(); ++w) {
+        extra.push_back(std::make_unique<convolver>(c->kernel_used(), c->settings()));
+        workers.push_back(extra.back().get());
+      }
   }
   std::atomic<int> computers_left{std::max<int>(1, int(workers.size()))};
+  // One GPU worker's share: the JPEGs of the batch decoded together, then every image
+  // convolved (and JPEG outputs encoded) on the GPU. A JPEG the GPU refuses is decoded here
+  // by the CPU decoder, which reports damage as it always has.
+  auto compute_gpu = [&](convolver& cw, std::vector<work>& batch) {
+    std::vector<convolver::jpeg_input> jpegs;
+    std::vector<std::size_t> which;
+    for (std::size_t b = 0; b < batch.size(); ++b)
+      if (auto* f = std::get_if<jpeg_file>(&batch[b].image)) {
+        const batch_item& item = items[batch[b].index];
+        jpegs.push_back({&f->bytes, f->header.height, f->header.width, is_jpeg_name(item.output)});
+        which.push_back(b);
+      }
+    std::vector<convolver::jpeg_output> done;
+    if (!jpegs.empty()) {
+      try {
+        done = cw.run_gpu_jpegs(jpegs);
+      } catch (const std::exception&) {
+        done.assign(jpegs.size(), {});  // nvJPEG failed: the CPU decodes them below
+      }
+    }
+    for (std::size_t j = 0; j < which.size(); ++j) {
+      work& w = batch[which[j]];
+      if (!done[j].decoded) continue;
+      if (!done[j].encoded.empty())
+        w.image = encoded_file{std::move(done[j].encoded), done[j].image.clipped};
+      else
+        w.image = std::move(done[j].image);
+    }
+    for (work& w : batch) {
+      if (interrupted()) break;
+      try {
+        if (std::holds_alternative<jpeg_file>(w.image)) w.image = read_image(items[w.index].input);
+        if (auto* m = std::get_if<cv::Mat>(&w.image)) w.image = cw.run_gpu(*m);
+        convolved.push(std::move(w));
+      } catch (const std::exception& e) {
+        record_failure(w.index, describe(w.index, e));
+      }
+    }
+  };
   auto compute = [&](convolver* cw) {
     if (cw) {
       try {
@@ -240,13 +334,20 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
         // reported by the first image's plan, which names the file
       }
     }
-    while (auto w = decoded.pop()) {
-      if (interrupted()) continue;  // drain: the decoders are stopping
-      try {
-        if (cw) cw->run(std::get<planar_image>(w->image));
-        convolved.push(std::move(*w));
-      } catch (const std::exception& e) {
-        record_failure(w->index, describe(w->index, e));
+    if (cw && gpu) {
+      for (std::vector<work> batch; !(batch = decoded.pop_up_to(gpu_batch)).empty();) {
+        if (interrupted()) continue;  // drain: the decoders are stopping
+        compute_gpu(*cw, batch);
+      }
+    } else {
+      while (auto w = decoded.pop()) {
+        if (interrupted()) continue;  // drain: the decoders are stopping
+        try {
+          if (cw) cw->run(std::get<planar_image>(w->image));
+          convolved.push(std::move(*w));
+        } catch (const std::exception& e) {
+          record_failure(w->index, describe(w->index, e));
+        }
       }
     }
     if (--computers_left == 0) convolved.close();
@@ -259,18 +360,32 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
       try {
         cv::Mat out;
         long long clipped = 0;
-        if (c) {
-          output_image o = from_planes(std::get<planar_image>(w->image), settings);
+        std::vector<unsigned char> encoded;
+        if (auto* p = std::get_if<planar_image>(&w->image)) {
+          output_image o = from_planes(*p, settings);
           out = std::move(o.image);
           clipped = o.clipped;
+        } else if (auto* o = std::get_if<output_image>(&w->image)) {
+          out = std::move(o->image);
+          clipped = o->clipped;
+        } else if (auto* e = std::get_if<encoded_file>(&w->image)) {
+          encoded = std::move(e->bytes);
+          clipped = e->clipped;
         } else {
           out = std::move(std::get<cv::Mat>(w->image));
         }
         w->image = cv::Mat();  // free the planes before encoding
-        check_output_format(item.output, out.depth(), out.channels());
+        const bool overwrite = options.existing == existing_policy::overwrite;
         std::error_code ec;
-        fs::create_directories(item.output.parent_path(), ec);
-        write_output(item.output, out, options.existing == existing_policy::overwrite);
+        if (!encoded.empty()) {
+          check_output_format(item.output, CV_8U, 3);
+          fs::create_directories(item.output.parent_path(), ec);
+          write_bytes_atomic(item.output, encoded, overwrite);
+        } else {
+          check_output_format(item.output, out.depth(), out.channels());
+          fs::create_directories(item.output.parent_path(), ec);
+          write_output(item.output, out, overwrite, options.codec);
+        }
         std::lock_guard lock(report_mutex);
         ++report.done;
         ++finished;

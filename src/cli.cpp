@@ -18,7 +18,8 @@ namespace {
 
 // Option values as typed, converted after parsing so that errors name the option.
 struct raw_values {
-  std::string mode = "same", boundary = "reflect101", depth = "same", alpha = "premultiply", device = "auto";
+  std::string mode = "same", boundary = "reflect101", depth = "same", alpha = "premultiply", device = "auto",
+              decoder = "auto";
   bool correlate = false, version = false;
   std::string extensions, format;
   bool skip_existing = false, overwrite = false;
@@ -71,6 +72,15 @@ void add_convolution_options(CLI::App& app, cli_options& o, raw_values& raw) {
       ->check(CLI::IsMember({"premultiply", "separate", "keep"}));
   app.add_option("--device", raw.device, "auto (default: CUDA if present, else CPU), cuda, cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  app.add_option("--decoder", raw.decoder,
+                 "JPEG decoder: auto (default: the GPU's, nvJPEG, with --device cuda when available), cpu (OpenCV: "
+                 "libjpeg's exact pixels), gpu (nvJPEG or an error)")
+      ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
+  app.add_option("--quality", o.settings.codec.jpeg_quality, "JPEG output quality 1..100 (default 95, as OpenCV)")
+      ->check(CLI::Range(1, 100));
+  app.add_option("--png-level", o.settings.codec.png_level,
+                 "PNG zlib level 0..9 (default: OpenCV's fastest setting, level 1 with RLE and the Sub filter)")
+      ->check(CLI::Range(0, 9));
   app.add_flag("-q,--quiet", o.quiet, "no notices (clipping, CPU fallback, progress)");
   app.add_flag("--version", raw.version, "print the version and exit");
 }
@@ -109,6 +119,8 @@ void convert(const raw_values& raw, cli_options& o) {
   s.device = raw.device == "cuda" ? conv::backend::cuda
              : raw.device == "cpu" ? conv::backend::cpu
                                    : conv::backend::automatic;
+  s.decoder = raw.decoder == "cpu" ? jpeg_decoder::cpu : raw.decoder == "gpu" ? jpeg_decoder::gpu : jpeg_decoder::automatic;
+  o.batch.codec = s.codec;
   if (!std::isfinite(s.scale)) throw usage_error("--scale must be a finite number");
   if (!std::isfinite(s.offset)) throw usage_error("--offset must be a finite number");
 }
@@ -174,8 +186,13 @@ cli_options parse_cli(const std::vector<std::string>& args) {
     CLI::App app("gpuconv bench: batch throughput against the decode + encode ceiling (--io-only) on generated "
                  "RGB PNGs",
                  "gpuconv bench");
+    std::string workload = "png";
+    app.add_option("--workload", workload,
+                   "png: RGB PNGs of --size^2 (default 1024); jpeg: 12 MP (4000 x 3000) JPEG photographs, quality 92")
+        ->check(CLI::IsMember({"png", "jpeg"}));
     app.add_option("--images", o.bench.images, "number of generated images (default 32)")->check(CLI::Range(1, 100000));
-    app.add_option("--size", o.bench.size, "side of the square images (default 1024)")->check(CLI::Range(8, 16384));
+    app.add_option("--size", o.bench.size, "png: side of the square images (default 1024)")->check(CLI::Range(8, 16384));
+    app.add_flag("!--no-peer", o.bench.peer, "skip the OpenCV-only pipeline");
     app.add_option("--dir", o.bench.dir, "working directory (default: a fresh one in the temp dir)");
     app.add_flag("--keep", o.bench.keep, "keep the generated images and outputs");
     app.add_option("--kernel", o.kernel, "kernel (default gaussian:3)");
@@ -185,7 +202,8 @@ cli_options parse_cli(const std::vector<std::string>& args) {
     app.add_flag("-q,--quiet", o.quiet, "no notices");
     std::vector<std::string> rest(args.begin() + 1, args.end());
     if (!run_parser(app, rest, o)) return o;
-    if (o.kernel.empty()) o.kernel = "gaussian:3";
+    o.bench.workload = workload == "jpeg" ? bench_workload::jpeg : bench_workload::png;
+    if (o.kernel.empty()) o.kernel = o.bench.workload == bench_workload::jpeg ? "gaussian:2" : "gaussian:3";
     convert(raw, o);
     o.cmd = command::bench;
     return o;
@@ -214,6 +232,7 @@ cli_options parse_cli(const std::vector<std::string>& args) {
     if (raw.version) {
       o.cmd = command::print;
       o.text = version_string() + "\n";
+      o.version = true;
       return o;
     }
     convert(raw, o);
@@ -238,11 +257,14 @@ cli_options parse_cli(const std::vector<std::string>& args) {
   app.add_option("KERNEL", o.kernel, "text file, image (PSF) or named kernel");
   app.add_option("OUTPUT", o.output, "output image; its extension picks the format");
   add_convolution_options(app, o, raw);
+  app.add_flag("--timing", o.timing, "print where the time went (CUDA start-up, read, decode, upload, convolve, "
+                                     "download, encode, write) on stderr");
   app.footer(convolve_examples);
   if (!run_parser(app, args, o)) return o;
   if (raw.version) {
     o.cmd = command::print;
     o.text = version_string() + "\n";
+    o.version = true;
     return o;
   }
   if (o.input.empty() || o.kernel.empty() || o.output.empty())

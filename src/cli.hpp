@@ -24,11 +24,17 @@ struct batch_options {
   int jobs = 0;                         // decoder and encoder threads each (0: hardware concurrency)
   bool stop_on_error = false;
   bool io_only = false;                 // decode + encode without convolving (the I/O ceiling)
+  codec_options codec;                  // the encoders' settings (also in convolve_settings::codec)
 };
 
+// gpuconv bench workloads: generated 1024^2 PNGs, or 12 MP (4000 x 3000) JPEG photographs.
+enum class bench_workload { png, jpeg };
+
 struct bench_options {
+  bench_workload workload = bench_workload::png;
   int images = 32;
-  int size = 1024;
+  int size = 1024;                      // png: the side; jpeg: ignored (4000 x 3000)
+  bool peer = true;                     // also time OpenCV alone on the same files
   std::string dir;                      // empty: a fresh directory under the system temp dir
   bool keep = false;                    // keep the generated images and outputs
 };
@@ -39,9 +45,11 @@ struct cli_options {
   convolve_settings settings;           // settings.device is the --device value, not yet resolved
   bool normalize = false;
   bool quiet = false;
+  bool timing = false;                  // --timing: where a single image's time goes
   batch_options batch;
   bench_options bench;
   std::string text;                     // command::print: help or version text
+  bool version = false;                 // --version: the GPU codecs' line follows the text
 };
 
 cli_options parse_cli(const std::vector<std::string>& args);  // the arguments after argv[0]

@@ -2,21 +2,88 @@
 
 #include <unistd.h>
 
+#include <chrono>
+#include <exception>
 #include <filesystem>
+#include <iomanip>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "atomic_write.hpp"
 #include "batch.hpp"
 #include "errors.hpp"
+#include "fft/device/cuda_check.hpp"
 #include "image_io.hpp"
 #include "interrupt.hpp"
+#include "jpeg_header.hpp"
 #include "kernel_io.hpp"
 #include "named_kernels.hpp"
+#ifdef GPUCONV_HAVE_NVJPEG
+#include "jpeg_gpu.hpp"
+#endif
 
 namespace gpuconv::app {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
+
+// --timing: the stages of one image in the order they ran, printed on one block of stderr.
+class stage_timer {
+ public:
+  explicit stage_timer(bool on) : on_(on), start_(clock_type::now()), last_(start_) {}
+  // Ends the stage that began at the previous mark.
+  void mark(const std::string& stage, const std::string& note = "") {
+    const auto now = clock_type::now();
+    if (on_) stages_.push_back({stage, std::chrono::duration<double>(now - last_).count(), note});
+    last_ = now;
+  }
+  void add(const std::string& stage, double seconds, const std::string& note = "") {
+    if (on_) stages_.push_back({stage, seconds, note});
+  }
+  void print(std::ostream& err) const {
+    if (!on_) return;
+    std::ostringstream s;
+    s << "gpuconv: timing\n" << std::fixed << std::setprecision(4);
+    for (const auto& st : stages_)
+      s << "  " << std::left << std::setw(10) << st.name << std::right << std::setw(9) << st.seconds << " s"
+        << (st.note.empty() ? "" : "  (" + st.note + ")") << "\n";
+    s << "  " << std::left << std::setw(10) << "total" << std::right << std::setw(9) << seconds_since(start_)
+      << " s  (this command, after process start-up)\n";
+    err << s.str();
+  }
+
+ private:
+  struct stage {
+    std::string name;
+    double seconds;
+    std::string note;
+  };
+  bool on_;
+  clock_type::time_point start_, last_;
+  std::vector<stage> stages_;
+};
+
+// Images at or below this many pixels run on the CPU under --device auto in the single-image
+// command: CUDA's start-up (~0.1 s) costs more than the CPU backend needs for them.
+constexpr long long small_image_pixels = 1 << 18;
+
+std::string gpu_jpeg_line() {
+#ifdef GPUCONV_HAVE_NVJPEG
+  const auto& s = pipeline::nvjpeg_library();
+  return std::string("GPU JPEG: ") + (s.available ? s.text : "unavailable (" + s.text + ")");
+#else
+  return "GPU JPEG: not built (nvjpeg.h was not found at build time)";
+#endif
+}
+
+}  // namespace
 
 kernel load_kernel(const cli_options& o) {
   kernel k = resolve_kernel(o.kernel);
@@ -25,27 +92,139 @@ kernel load_kernel(const cli_options& o) {
 }
 
 int run_convolve(const cli_options& o, std::ostream& err) {
+  stage_timer timer(o.timing);
   const fs::path in(o.input), out(o.output);
   std::error_code ec;
   if (in == out || (fs::exists(out, ec) && fs::equivalent(in, out, ec)) ||
       fs::weakly_canonical(in, ec) == fs::weakly_canonical(out, ec))
     throw usage_error("output '" + o.output + "' is the input file; refusing to overwrite it");
   kernel k = load_kernel(o);
-  const cv::Mat image = read_image(in);
-  check_output_format(out, output_cv_depth(o.settings.depth, image.depth()), image.channels());
   convolve_settings s = o.settings;
+  if (s.device == conv::backend::automatic && cuda_device_available()) {
+    const auto size = peek_image_size(in);
+    if (size && size->width * size->height <= small_image_pixels) s.device = conv::backend::cpu;
+  }
   s.device = resolve_device(s.device, o.quiet, err);
-  convolver c(std::move(k), s);
+  const bool cuda = s.device == conv::backend::cuda;
+  const bool jpeg_candidate = cuda && s.decoder != jpeg_decoder::cpu && is_jpeg_name(in);
+  if (s.decoder == jpeg_decoder::gpu && !cuda) throw usage_error("--decoder gpu needs --device cuda (or auto with a GPU)");
+  timer.mark("setup", std::string("device ") + (cuda ? "cuda" : "cpu"));
+
+  // CUDA's start-up (context, and nvJPEG's handles for a JPEG) on another thread, while this
+  // one reads (and, for the CPU decoder, decodes) the file.
+  std::exception_ptr init_error;
+  double init_seconds = 0;
+  std::thread init;
+  if (cuda)
+    init = std::thread([&] {
+      const auto t0 = clock_type::now();
+      try {
+        GPUCONV_CUDA(cudaFree(nullptr));
+#ifdef GPUCONV_HAVE_NVJPEG
+        if (jpeg_candidate) (void)pipeline::nvjpeg_library();
+#endif
+      } catch (...) {
+        init_error = std::current_exception();
+      }
+      init_seconds = seconds_since(t0);
+    });
+  struct joiner {  // joins the start-up thread on every path out of this function
+    std::thread& t;
+    ~joiner() {
+      if (t.joinable()) t.join();
+    }
+  } join_init{init};
+  auto wait_init = [&] {
+    if (!init.joinable()) return;
+    const auto t0 = clock_type::now();
+    init.join();
+    timer.add("cuda-init", init_seconds, "on its own thread; waited " + std::to_string(seconds_since(t0)).substr(0, 6) + " s for it");
+    if (init_error) std::rethrow_exception(init_error);
+  };
+
+  // A JPEG the GPU may decode is read as bytes; everything else (and a JPEG the GPU refuses)
+  // is read and decoded by OpenCV from the file, as read_image always has (libjpeg then
+  // reports a truncated or corrupt file in its own words).
+  std::vector<unsigned char> bytes;
+  pipeline::jpeg_header header;
+  if (jpeg_candidate) {
+    bytes = read_image_bytes(in);
+    timer.mark("read", std::to_string(bytes.size()) + " bytes");
+    header = pipeline::jpeg_headers(bytes.data(), bytes.size());
+  }
+
   output_image result;
-  try {
-    result = convolve_image(image, c);
-  } catch (const std::invalid_argument& e) {  // the convolution layer's checks: name the files
-    throw usage_error("input '" + o.input + "' with kernel '" + o.kernel + "': " + e.what());
+  std::vector<unsigned char> encoded;
+  std::optional<convolver> c;
+  auto convolution_error = [&](const std::invalid_argument& e) {  // the convolution layer's checks: name the files
+    return usage_error("input '" + o.input + "' with kernel '" + o.kernel + "': " + e.what());
+  };
+  bool done = false;
+  if (jpeg_candidate && header.gpu_decodable()) {
+    wait_init();
+    c.emplace(k, s);
+    if (c->gpu_jpeg()) {
+      check_output_format(out, output_cv_depth(s.depth, CV_8U), 3);
+      convolver::stage_times times;
+      std::vector<convolver::jpeg_output> r;
+      try {
+        r = c->run_gpu_jpegs({{&bytes, header.height, header.width, is_jpeg_name(out)}}, o.timing ? &times : nullptr);
+      } catch (const std::invalid_argument& e) {
+        throw convolution_error(e);
+      }
+      if (r[0].decoded) {
+        timer.add("decode", times.decode, std::string("GPU, nvJPEG ") + convolver::gpu_jpeg_decoder());
+        timer.add("convolve", times.convolve, "GPU, narrow samples in and out");
+        if (!r[0].encoded.empty()) {
+          timer.add("encode", times.encode, "GPU, nvJPEG");
+        } else {
+          timer.add("download", times.download);
+        }
+        timer.mark("(rest)", "host work between the stages");
+        result = std::move(r[0].image);
+        encoded = std::move(r[0].encoded);
+        done = true;
+      }
+    } else if (s.decoder == jpeg_decoder::gpu) {
+      throw error("--decoder gpu: " + gpu_jpeg_line(), exit_failure);
+    }
+  }
+  if (!done) {
+    if (s.decoder == jpeg_decoder::gpu && is_jpeg_name(in))
+      throw input_error("input '" + o.input + "': --decoder gpu: nvJPEG cannot decode this JPEG (progressive, gray, "
+                        "CMYK, 12-bit or damaged)");
+    bytes = {};
+    const cv::Mat image = read_image(in);
+    timer.mark("read+decode", "CPU, OpenCV");
+    check_output_format(out, output_cv_depth(s.depth, image.depth()), image.channels());
+    wait_init();
+    if (!c) c.emplace(std::move(k), s);
+    try {
+      if (cuda) {
+        convolver::stage_times times;
+        result = c->run_gpu(image, o.timing ? &times : nullptr);
+        timer.add("upload", times.upload, "pinned staging");
+        timer.add("convolve", times.convolve, "GPU, narrow samples in and out");
+        timer.add("download", times.download, "pinned staging");
+        timer.mark("(rest)", "host work between the stages");
+      } else {
+        result = convolve_image(image, *c);
+        timer.mark("convolve", "CPU backend");
+      }
+    } catch (const std::invalid_argument& e) {
+      throw convolution_error(e);
+    }
   }
   if (interrupted()) return interrupt_exit_code();
-  write_output(out, result.image);
+  if (encoded.empty()) {
+    encoded = encode_output(out, result.image, s.codec);
+    timer.mark("encode", "CPU, OpenCV");
+  }
+  write_bytes_atomic(out, encoded, true);
+  timer.mark("write", std::to_string(encoded.size()) + " bytes");
   if (interrupted()) return interrupt_exit_code();
   if (result.clipped && !o.quiet) err << "gpuconv: " << result.clipped << " pixels clipped\n";
+  timer.print(err);
   return exit_ok;
 }
 
@@ -56,6 +235,7 @@ int run_batch_command(const cli_options& o, std::ostream& err) {
     convolve_settings s = o.settings;
     s.device = resolve_device(s.device, o.quiet, err);
     c.emplace(std::move(k), s);
+    if (s.decoder == jpeg_decoder::gpu && !c->gpu_jpeg()) throw error("--decoder gpu: " + gpu_jpeg_line(), exit_failure);
   }
   if (!o.batch.format.empty())
     check_output_format(fs::path("x" + o.batch.format), CV_8U, 3);  // the format exists at all
@@ -67,7 +247,10 @@ int run_batch_command(const cli_options& o, std::ostream& err) {
 
 int run_command(const cli_options& o, std::ostream& out, std::ostream& err) {
   switch (o.cmd) {
-    case command::print: out << o.text; return exit_ok;
+    case command::print:
+      out << o.text;
+      if (o.version) out << gpu_jpeg_line() << "\n";
+      return exit_ok;
     case command::kernels: out << named_kernels_help(); return exit_ok;
     case command::convolve: return run_convolve(o, err);
     case command::batch: return run_batch_command(o, err);

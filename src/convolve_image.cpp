@@ -1,12 +1,17 @@
 #include "convolve_image.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "errors.hpp"
 #include "fft/device/cuda_check.hpp"
+#include "gpu_convolver.hpp"
+#ifdef GPUCONV_HAVE_NVJPEG
+#include "jpeg_gpu.hpp"
+#endif
 
 namespace gpuconv::app {
 
@@ -70,32 +75,70 @@ planar_image to_planes(const cv::Mat& image, alpha_mode alpha) {
   return p;
 }
 
-convolver::convolver(kernel k, const convolve_settings& settings) : kernel_(std::move(k)), settings_(settings) {}
+namespace {
+
+pipeline::sample sample_of(int cv_depth) {
+  return cv_depth == CV_8U ? pipeline::sample::u8 : cv_depth == CV_16U ? pipeline::sample::u16 : pipeline::sample::f32;
+}
+
+pipeline::alpha_rule rule_of(alpha_mode a) {
+  return a == alpha_mode::premultiply ? pipeline::alpha_rule::premultiply
+         : a == alpha_mode::separate  ? pipeline::alpha_rule::separate
+                                      : pipeline::alpha_rule::keep;
+}
+
+conv::plan_options cpu_options(const convolve_settings& s) {
+  conv::plan_options o;
+  o.semantics = s.semantics;
+  o.device = conv::backend::cpu;
+  o.threads = s.threads;
+  return o;
+}
+
+}  // namespace
+
+// The GPU side of a convolver: the pipeline's stage (stream, plans, buffers) and, with
+// nvJPEG, the JPEG codec states on the same stream; created on first use.
+struct convolver::gpu_stage {
+  pipeline::gpu_convolver pixels;
+#ifdef GPUCONV_HAVE_NVJPEG
+  std::unique_ptr<pipeline::jpeg_gpu> jpeg;
+  device_buffer<unsigned char> decoded;  // the planar BGR images of a decoded batch
+#endif
+  gpu_stage(const kernel& k, const convolve_settings& s)
+      : pixels(k.values, k.height, k.width, [&] {
+          pipeline::image_rules r;
+          r.semantics = s.semantics;
+          r.scale = float(s.scale);
+          r.offset = float(s.offset);
+          r.alpha = rule_of(s.alpha);
+          return r;
+        }()) {}
+};
+
+convolver::convolver(kernel k, const convolve_settings& settings)
+    : kernel_(std::move(k)), settings_(settings), cpu_plans_(kernel_.values, kernel_.height, kernel_.width, cpu_options(settings)) {}
+convolver::~convolver() = default;
+convolver::convolver(convolver&&) noexcept = default;
 
 void convolver::warm_up() const {
   if (settings_.device == conv::backend::cuda) GPUCONV_CUDA(cudaFree(nullptr));
 }
 
-conv::plan& convolver::plan_for(long long h, long long w, int planes, float constant) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &constant, sizeof bits);
-  const auto key = std::make_tuple(h, w, planes, bits);
-  auto it = plans_.find(key);
-  if (it == plans_.end()) {
-    if (plans_.size() >= max_cached_plans)
-      plans_.erase(std::min_element(plans_.begin(), plans_.end(), [](const auto& a, const auto& b) {
-        return a.second.last_use < b.second.last_use;
-      }));
-    conv::plan_options o;
-    o.semantics = settings_.semantics;
-    o.semantics.constant_value = constant;
-    o.device = settings_.device;
-    o.threads = settings_.threads;
-    it = plans_.emplace(key, cached_plan{conv::plan(h, w, planes, kernel_.values.data(), kernel_.height, kernel_.width, o), 0})
-             .first;
-  }
-  it->second.last_use = ++uses_;
-  return it->second.plan;
+std::size_t convolver::cached_plans() const { return cpu_plans_.size(); }
+
+convolver::gpu_stage& convolver::gpu() {
+  if (!gpu_) gpu_ = std::make_unique<gpu_stage>(kernel_, settings_);
+  return *gpu_;
+}
+
+bool convolver::gpu_jpeg() const {
+#ifdef GPUCONV_HAVE_NVJPEG
+  return settings_.device == conv::backend::cuda && settings_.decoder != jpeg_decoder::cpu &&
+         pipeline::nvjpeg_library().available;
+#else
+  return false;
+#endif
 }
 
 void convolver::run(planar_image& p) {
@@ -114,13 +157,120 @@ void convolver::run(planar_image& p) {
   const bool split = settings_.semantics.border == conv::boundary::constant && p.has_alpha &&
                      p.alpha == alpha_mode::premultiply;
   if (!split) {
-    plan_for(p.height, p.width, p.conv_planes, v).execute(p.planes.data(), p.result.data());
+    cpu_plans_.get(p.height, p.width, p.conv_planes, v).execute(p.planes.data(), p.result.data());
   } else {
     const float colour_v = float(double(v) * v / alpha_max(p.input_depth));
-    plan_for(p.height, p.width, p.colour, colour_v).execute(p.planes.data(), p.result.data());
-    plan_for(p.height, p.width, 1, v).execute(p.planes.data() + p.colour * in_area, p.result.data() + p.colour * out_area);
+    cpu_plans_.get(p.height, p.width, p.colour, colour_v).execute(p.planes.data(), p.result.data());
+    cpu_plans_.get(p.height, p.width, 1, v).execute(p.planes.data() + p.colour * in_area, p.result.data() + p.colour * out_area);
   }
   p.planes = {};  // release the input early: the batch pipeline holds many images
+}
+
+namespace {
+
+// Marks the end of a stage for stage_times: waits for the stream, adds the seconds since the
+// last mark to *slot.
+struct stage_clock {
+  convolver::stage_times* times;
+  cudaStream_t stream;
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+  void mark(double convolver::stage_times::*slot) {
+    if (!times) return;
+    GPUCONV_CUDA(cudaStreamSynchronize(stream));
+    const auto now = std::chrono::steady_clock::now();
+    times->*slot += std::chrono::duration<double>(now - last).count();
+    last = now;
+  }
+};
+
+}  // namespace
+
+const char* convolver::gpu_jpeg_decoder() {
+#ifdef GPUCONV_HAVE_NVJPEG
+  return pipeline::nvjpeg_library().available ? pipeline::jpeg_gpu::decoder_backend() : "";
+#else
+  return "";
+#endif
+}
+
+output_image convolver::run_gpu(const cv::Mat& image, stage_times* times) {
+  if (image.depth() != CV_8U && image.depth() != CV_16U && image.depth() != CV_32F)
+    throw input_error("image: " + depth_name(image.depth()) + " samples are not supported");
+  gpu_stage& g = gpu();
+  const int channels = image.channels();
+  const pipeline::layout in_at{channels, 1, (long long)(image.step / image.elemSize1())};
+  stage_clock clock{times, g.pixels.stream()};
+  const pipeline::stored_image in =
+      g.pixels.upload(image.data, sample_of(image.depth()), image.rows, image.cols, channels, in_at);
+  clock.mark(&stage_times::upload);
+  const int depth = output_cv_depth(settings_.depth, image.depth());
+  const auto [oh, ow] = g.pixels.output_size(image.rows, image.cols);
+  const pipeline::gpu_result r = g.pixels.run(in, sample_of(depth), pipeline::layout::interleaved(ow, channels));
+  clock.mark(&stage_times::convolve);
+  output_image out;
+  out.image.create(int(oh), int(ow), CV_MAKETYPE(depth, channels));
+  g.pixels.download(out.image.data, out.image.total() * out.image.elemSize());
+  clock.mark(&stage_times::download);
+  out.clipped = r.clipped;
+  return out;
+}
+
+std::vector<convolver::jpeg_output> convolver::run_gpu_jpegs(const std::vector<jpeg_input>& batch,
+                                                             stage_times* times) {
+  std::vector<jpeg_output> out(batch.size());
+#ifdef GPUCONV_HAVE_NVJPEG
+  if (!gpu_jpeg() || batch.empty()) return out;
+  gpu_stage& g = gpu();
+  if (!g.jpeg) g.jpeg = std::make_unique<pipeline::jpeg_gpu>(g.pixels.stream());
+  stage_clock clock{times, g.pixels.stream()};
+  std::size_t total = 0;
+  for (const auto& b : batch) total += std::size_t(3) * b.height * b.width;
+  if (g.decoded.size() < total) {
+    g.decoded = device_buffer<unsigned char>();
+    g.decoded = device_buffer<unsigned char>(total);
+  }
+  std::vector<pipeline::jpeg_gpu::input> inputs;
+  std::size_t offset = 0;
+  for (const auto& b : batch) {
+    inputs.push_back({b.bytes->data(), b.bytes->size(), g.decoded.data() + offset, b.height, b.width});
+    offset += std::size_t(3) * b.height * b.width;
+  }
+  if (!g.jpeg->decode(inputs)) return out;  // every file falls back to the CPU decoder
+  clock.mark(&stage_times::decode);
+  const int depth = output_cv_depth(settings_.depth, CV_8U);
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    pipeline::stored_image in;
+    in.data = inputs[i].planes;
+    in.type = pipeline::sample::u8;
+    in.height = batch[i].height;
+    in.width = batch[i].width;
+    in.channels = 3;
+    in.at = pipeline::layout::planar(in.height, in.width);
+    const auto [oh, ow] = g.pixels.output_size(in.height, in.width);
+    jpeg_output& o = out[i];
+    o.decoded = true;
+    if (batch[i].encode && depth == CV_8U) {
+      const pipeline::gpu_result r = g.pixels.run(in, pipeline::sample::u8, pipeline::layout::planar(oh, ow));
+      clock.mark(&stage_times::convolve);
+      o.image.clipped = r.clipped;
+      o.encoded = g.jpeg->encode_bgr(static_cast<const unsigned char*>(g.pixels.output()), int(oh), int(ow),
+                                     settings_.codec.jpeg_quality)
+                      .bytes;
+      clock.mark(&stage_times::encode);
+    } else {
+      const pipeline::gpu_result r = g.pixels.run(in, sample_of(depth), pipeline::layout::interleaved(ow, 3));
+      clock.mark(&stage_times::convolve);
+      o.image.image.create(int(oh), int(ow), CV_MAKETYPE(depth, 3));
+      g.pixels.download(o.image.image.data, o.image.image.total() * o.image.image.elemSize());
+      clock.mark(&stage_times::download);
+      o.image.clipped = r.clipped;
+    }
+  }
+#else
+  (void)batch;
+  (void)times;
+#endif
+  return out;
 }
 
 // Float planes -> the output image: unpremultiply, out = S * conv + B (in float), merge,
@@ -183,6 +333,7 @@ output_image from_planes(planar_image& p, const convolve_settings& s) {
 }
 
 output_image convolve_image(const cv::Mat& image, convolver& c) {
+  if (c.settings().device == conv::backend::cuda) return c.run_gpu(image);
   planar_image p = to_planes(image, c.settings().alpha);
   c.run(p);
   return from_planes(p, c.settings());

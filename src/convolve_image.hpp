@@ -1,10 +1,14 @@
-// One image through the convolution, in three steps that the batch pipeline runs on
-// different threads:
+// One image through the convolution.
+// On the CPU, in three steps that the batch pipeline runs on different threads:
 //   to_planes    (decoder threads)  interleaved cv::Mat -> float planes, alpha premultiplied
-//   convolver    (a compute thread; on the GPU the batch runs two, one convolver each)
-//                conv::plan per (H, W, planes), cached (at most 8) and reused
+//   convolver    (a compute thread) conv::plan per (H, W, planes), cached (at most 8) and reused
 //   from_planes  (encoder threads)  unpremultiply, out = S * conv + B, round half to even,
 //                                   saturate and count clipped pixels, interleave
+// On the GPU (convolver::run_gpu, a compute thread each with its own stream): the decoded
+// image crosses the bus as stored (8/16-bit), every step above runs on the GPU
+// (pipeline/pixels.hpp, same arithmetic), and the output comes back as stored; JPEG files
+// may skip the CPU entirely (convolver::run_gpu_jpegs: nvJPEG decode -> convolve -> nvJPEG
+// encode).
 // Values stay in their stored units throughout (0..255, 0..65535, float as is): 8-bit
 // correlation with reflect101 equals cv::filter2D(img, -1, k) (cvRound, saturate_cast).
 // Depth conversion does not rescale: an 8-bit value 200 is 200 in a 16-bit output.
@@ -18,9 +22,8 @@
 //                under the kernel's centre, through the boundary rule); S and B to colour
 #pragma once
 #include <cstdint>
-#include <map>
+#include <memory>
 #include <ostream>
-#include <tuple>
 #include <vector>
 
 #include <opencv2/core.hpp>
@@ -28,10 +31,15 @@
 #include "conv/plan.hpp"
 #include "image_io.hpp"
 #include "kernel.hpp"
+#include "plan_cache.hpp"
 
 namespace gpuconv::app {
 
 enum class alpha_mode { premultiply, separate, keep };
+// --decoder: who decodes JPEG files. automatic: the GPU (nvJPEG) when the CUDA backend runs
+// and nvJPEG is available, for the files it takes; cpu: OpenCV (libjpeg's exact pixels);
+// gpu: as automatic, but an error when nvJPEG is unavailable.
+enum class jpeg_decoder { automatic, cpu, gpu };
 
 struct convolve_settings {
   conv::options semantics;  // operation, mode, boundary (constant value in stored units)
@@ -40,6 +48,8 @@ struct convolve_settings {
   alpha_mode alpha = alpha_mode::premultiply;
   conv::backend device = conv::backend::cpu;  // resolved: see resolve_device
   int threads = 0;                            // CPU backend threads (0: all cores)
+  jpeg_decoder decoder = jpeg_decoder::automatic;
+  codec_options codec;                        // --quality, --png-level
 };
 
 // One image between decode and encode.
@@ -68,28 +78,56 @@ class convolver {
  public:
   // The kernel as it will be applied (already normalised if asked). Plans are built lazily.
   convolver(kernel k, const convolve_settings& settings);
+  ~convolver();
+  convolver(convolver&&) noexcept;
+
+  // CPU backend: the planes of to_planes, convolved in place of p.result.
   void run(planar_image& image);
+
+  // Seconds per stage of run_gpu / run_gpu_jpegs, for --timing (the stream is waited for
+  // after each stage when asked for them).
+  struct stage_times {
+    double upload = 0, decode = 0, convolve = 0, download = 0, encode = 0;
+  };
+  // CUDA backend: a decoded image through the GPU (pipeline::gpu_convolver), stored samples in
+  // and out; the same results as to_planes -> run -> from_planes.
+  output_image run_gpu(const cv::Mat& image, stage_times* times = nullptr);
+
+  // CUDA backend with nvJPEG: whether JPEGs are decoded on the GPU (settings and library).
+  bool gpu_jpeg() const;
+  struct jpeg_input {
+    const std::vector<unsigned char>* bytes;  // a JPEG that pipeline::jpeg_header calls gpu_decodable
+    int height, width;
+    bool encode;                              // the output is a JPEG: encode it on the GPU too
+  };
+  struct jpeg_output {
+    bool decoded = false;                     // false: the GPU refused the batch; decode on the CPU
+    output_image image;                       // when not encoded
+    std::vector<unsigned char> encoded;       // when encoded
+  };
+  // Decodes the batch on the GPU, convolves each image, and encodes those marked `encode`.
+  std::vector<jpeg_output> run_gpu_jpegs(const std::vector<jpeg_input>& batch, stage_times* times = nullptr);
+  // nvJPEG's decoding backend ("hardware decoder", "GPU hybrid decoder"; "" without nvJPEG).
+  static const char* gpu_jpeg_decoder();
+
   // Creates the CUDA context now (CUDA backend; nothing on the CPU): the batch pipeline
   // calls it on the compute thread while the first images decode, so that start-up is
   // hidden behind I/O instead of holding up the first encode.
   void warm_up() const;
   const convolve_settings& settings() const { return settings_; }
   const kernel& kernel_used() const { return kernel_; }
-  std::size_t cached_plans() const { return plans_.size(); }
+  std::size_t cached_plans() const;
   // At most this many plans are kept (least recently used evicted): a directory of photos
   // of many sizes must not pile up one device staging buffer per size.
-  static constexpr std::size_t max_cached_plans = 8;
+  static constexpr std::size_t max_cached_plans = pipeline::plan_cache::capacity;
 
  private:
-  conv::plan& plan_for(long long h, long long w, int planes, float constant);
+  struct gpu_stage;
+  gpu_stage& gpu();
   kernel kernel_;
   convolve_settings settings_;
-  struct cached_plan {
-    conv::plan plan;
-    std::uint64_t last_use;
-  };
-  std::map<std::tuple<long long, long long, int, std::uint32_t>, cached_plan> plans_;
-  std::uint64_t uses_ = 0;
+  pipeline::plan_cache cpu_plans_;
+  std::unique_ptr<gpu_stage> gpu_;
 };
 
 output_image from_planes(planar_image& image, const convolve_settings& settings);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -169,8 +170,16 @@ std::string depth_name(int cv_depth) {
   }
 }
 
-cv::Mat read_image(const fs::path& file) {
-  const std::string name = "input '" + file.string() + "'";
+namespace {
+
+input_error too_large(const std::string& name, long long w, long long h) {
+  return input_error(name + ": " + std::to_string(w) + " x " + std::to_string(h) + " pixels, more than the limit of " +
+                     std::to_string(max_image_pixels()) + " (GPUCONV_MAX_PIXELS)");
+}
+
+// The checks before any byte is decoded: the file exists, is no directory, can be read, is
+// not empty, and its header (where readable) claims no more than max_image_pixels().
+void check_before_decoding(const fs::path& file, const std::string& name) {
   std::error_code ec;
   const auto status = fs::status(file, ec);
   if (!fs::exists(status))
@@ -178,20 +187,12 @@ cv::Mat read_image(const fs::path& file) {
   if (fs::is_directory(status)) throw input_error(name + ": is a directory");
   if (::access(file.c_str(), R_OK) != 0) throw input_error(name + ": cannot be read: " + std::strerror(errno));
   if (fs::is_regular_file(status) && fs::file_size(file, ec) == 0 && !ec) throw input_error(name + ": empty file (0 bytes)");
-  const long long limit = max_image_pixels();
-  auto too_large = [&](long long w, long long h) {
-    return input_error(name + ": " + std::to_string(w) + " x " + std::to_string(h) + " pixels, more than the limit of " +
-                       std::to_string(limit) + " (GPUCONV_MAX_PIXELS)");
-  };
-  if (const auto size = peek_image_size(file); size && double(size->width) * double(size->height) > double(limit))
-    throw too_large(size->width, size->height);
-  cv::Mat img;
-  decoder_text.clear();
-  try {
-    img = cv::imread(file.string(), cv::IMREAD_UNCHANGED);
-  } catch (const cv::Exception& e) {
-    throw input_error(name + ": cannot be decoded (" + e.err + ")");
-  }
+  if (const auto size = peek_image_size(file); size && double(size->width) * double(size->height) > double(max_image_pixels()))
+    throw too_large(name, size->width, size->height);
+}
+
+// After decoding: the decoder's words, the pixel limit, depth and channels.
+cv::Mat checked(cv::Mat img, const std::string& name) {
   const std::string said = one_line(decoder_text);
   decoder_text.clear();
   if (img.empty())
@@ -199,12 +200,40 @@ cv::Mat read_image(const fs::path& file) {
                       (said.empty() ? std::string("unreadable, corrupt or unsupported") : said) + ")");
   if (said.find("Premature end of JPEG file") != std::string::npos || said.find("Corrupt JPEG data") != std::string::npos)
     throw input_error(name + ": truncated or corrupt (" + said + ")");
-  if (static_cast<long long>(img.rows) * img.cols > limit) throw too_large(img.cols, img.rows);
+  if (static_cast<long long>(img.rows) * img.cols > max_image_pixels()) throw too_large(name, img.cols, img.rows);
   if (img.depth() != CV_8U && img.depth() != CV_16U && img.depth() != CV_32F)
     throw input_error(name + ": " + depth_name(img.depth()) + " samples are not supported (8-bit, 16-bit, 32-bit float)");
   if (img.channels() < 1 || img.channels() > 4)
     throw input_error(name + ": " + std::to_string(img.channels()) + " channels are not supported (1 to 4)");
   return img;
+}
+
+}  // namespace
+
+cv::Mat read_image(const fs::path& file) {
+  const std::string name = "input '" + file.string() + "'";
+  check_before_decoding(file, name);
+  cv::Mat img;
+  decoder_text.clear();
+  try {
+    img = cv::imread(file.string(), cv::IMREAD_UNCHANGED);
+  } catch (const cv::Exception& e) {
+    throw input_error(name + ": cannot be decoded (" + e.err + ")");
+  }
+  return checked(std::move(img), name);
+}
+
+std::vector<unsigned char> read_image_bytes(const fs::path& file) {
+  const std::string name = "input '" + file.string() + "'";
+  check_before_decoding(file, name);
+  std::ifstream in(file, std::ios::binary);
+  std::vector<unsigned char> bytes;
+  std::error_code ec;
+  const auto size = fs::file_size(file, ec);
+  if (!ec) bytes.reserve(std::size_t(size));
+  bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (in.bad()) throw input_error(name + ": cannot be read: " + std::strerror(errno));
+  return bytes;
 }
 
 int output_cv_depth(output_depth d, int input_depth) {
@@ -248,15 +277,32 @@ cv::Mat for_writing(const cv::Mat& image) {
   return bgra;
 }
 
-std::vector<int> write_params(const fs::path& file, const cv::Mat& image) {
+std::vector<int> write_params(const fs::path& file, const cv::Mat& image, const codec_options& codec) {
   constexpr int tiff_lzw = 5;  // libtiff's COMPRESSION_LZW
   if (image.depth() == CV_32F && ext_in(file, {".tif", ".tiff"})) return {cv::IMWRITE_TIFF_COMPRESSION, tiff_lzw};
+  if (is_jpeg_name(file)) return {cv::IMWRITE_JPEG_QUALITY, codec.jpeg_quality};
+  if (ext_in(file, {".png"}) && codec.png_level >= 0) return {cv::IMWRITE_PNG_COMPRESSION, codec.png_level};
   return {};
 }
 
-void write_output(const fs::path& file, const cv::Mat& image, bool overwrite) {
+void write_output(const fs::path& file, const cv::Mat& image, bool overwrite, const codec_options& codec) {
   const cv::Mat m = for_writing(image);
-  write_image_atomic(file, m, overwrite, write_params(file, m));
+  write_image_atomic(file, m, overwrite, write_params(file, m, codec));
 }
+
+std::vector<unsigned char> encode_output(const fs::path& file, const cv::Mat& image, const codec_options& codec) {
+  const cv::Mat m = for_writing(image);
+  const std::string name = "output '" + file.string() + "'";
+  std::vector<unsigned char> bytes;
+  try {
+    if (!cv::imencode(file.extension().string(), m, bytes, write_params(file, m, codec)))
+      throw output_error(name + ": OpenCV could not encode it as '" + file.extension().string() + "'");
+  } catch (const cv::Exception& e) {
+    throw output_error(name + ": cannot be encoded (" + e.err + ")");
+  }
+  return bytes;
+}
+
+bool is_jpeg_name(const fs::path& file) { return ext_in(file, {".jpg", ".jpeg"}); }
 
 }  // namespace gpuconv::app

@@ -41,6 +41,11 @@ void capture_decoder_messages();
 // 8U/16U/32F x 1..4 channels.
 cv::Mat read_image(const std::filesystem::path& file);
 
+// The same checks as read_image before decoding (existence, readability, empty file, the
+// pixel limit from the header), then the file's bytes, undecoded (for the GPU's JPEG decoder;
+// a file it refuses goes through read_image, so that libjpeg reports damage as always).
+std::vector<unsigned char> read_image_bytes(const std::filesystem::path& file);
+
 // OpenCV depth (CV_8U, CV_16U, CV_32F) of the output for an input of depth `input_depth`.
 int output_cv_depth(output_depth d, int input_depth);
 
@@ -56,12 +61,30 @@ void check_output_format(const std::filesystem::path& file, int cv_depth, int ch
 // image becomes BGRA (gray copied to B, G, R): cv::imwrite takes 1, 3 or 4 channels only.
 cv::Mat for_writing(const cv::Mat& image);
 
-// cv::imwrite parameters for `file`: float TIFF is written with LZW compression, because
-// OpenCV's default for 3-channel float TIFF is SGILOG (LogLuv), which is lossy.
-std::vector<int> write_params(const std::filesystem::path& file, const cv::Mat& image);
+// Encoder settings of the outputs (--quality, --png-level).
+struct codec_options {
+  int jpeg_quality = 95;  // OpenCV's default
+  // PNG: -1 keeps OpenCV's default, its fastest setting (zlib level 1, RLE strategy, the Sub
+  // filter); 0..9 sets the zlib level with zlib's default strategy and libpng's adaptive
+  // filters (smaller files, slower: docs/benchmarks.md)
+  int png_level = -1;
+};
+
+// cv::imwrite parameters for `file`: JPEG quality, PNG compression level; float TIFF is
+// written with LZW compression, because OpenCV's default for 3-channel float TIFF is SGILOG
+// (LogLuv), which is lossy.
+std::vector<int> write_params(const std::filesystem::path& file, const cv::Mat& image, const codec_options& codec = {});
 
 // for_writing + write_params + write_image_atomic: how every output image is written.
-void write_output(const std::filesystem::path& file, const cv::Mat& image, bool overwrite = true);
+void write_output(const std::filesystem::path& file, const cv::Mat& image, bool overwrite = true,
+                  const codec_options& codec = {});
+
+// for_writing + write_params + cv::imencode: the bytes write_output would write.
+std::vector<unsigned char> encode_output(const std::filesystem::path& file, const cv::Mat& image,
+                                         const codec_options& codec = {});
+
+// True for .jpg / .jpeg (any case).
+bool is_jpeg_name(const std::filesystem::path& file);
 
 std::string depth_name(int cv_depth);
 

@@ -1,0 +1,158 @@
+#include "gpu_convolver.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace gpuconv::pipeline {
+
+namespace {
+
+// Staging chunks: the host copy into one half overlaps the DMA of the other.
+constexpr std::size_t chunk_bytes = std::size_t(8) << 20;
+
+template <typename T>
+void grow(device_buffer<T>& b, std::size_t count) {
+  if (b.size() < count) {
+    b = device_buffer<T>();  // free first: the old and new buffers need not coexist
+    b = device_buffer<T>(count);
+  }
+}
+
+}  // namespace
+
+pinned_buffer::~pinned_buffer() {
+  if (data_) cudaFreeHost(data_);
+}
+
+void* pinned_buffer::reserve(std::size_t bytes) {
+  if (bytes > bytes_) {
+    if (data_) cudaFreeHost(data_);
+    data_ = nullptr;
+    bytes_ = 0;
+    GPUCONV_CUDA(cudaMallocHost(&data_, bytes));
+    bytes_ = bytes;
+  }
+  return data_;
+}
+
+gpu_convolver::gpu_convolver(std::vector<float> kernel, int kh, int kw, const image_rules& rules,
+                             std::size_t memory_limit)
+    : rules_(rules), plans_(std::move(kernel), kh, kw, [&] {
+        conv::plan_options o;
+        o.semantics = rules.semantics;
+        o.device = conv::backend::cuda;
+        o.memory_limit = memory_limit;
+        return o;
+      }()),
+      clipped_(1) {
+  clipped_host_.reserve(sizeof(unsigned long long));
+}
+
+gpu_convolver::~gpu_convolver() = default;
+
+void gpu_convolver::warm_up() { GPUCONV_CUDA(cudaFree(nullptr)); }
+
+std::pair<long long, long long> gpu_convolver::output_size(long long h, long long w) const {
+  const conv::geometry g = conv::make_geometry(h, w, plans_.kh(), plans_.kw(), rules_.semantics.mode);
+  return {g.out_h, g.out_w};
+}
+
+void* gpu_convolver::input_buffer(std::size_t bytes) {
+  grow(input_, bytes);
+  return input_.data();
+}
+
+stored_image gpu_convolver::upload(const void* host, sample type, int height, int width, int channels, layout at) {
+  const std::size_t bytes = std::size_t(at.bytes_for(height, width, channels, type));
+  unsigned char* device = static_cast<unsigned char*>(input_buffer(bytes));
+  const auto* src = static_cast<const unsigned char*>(host);
+  int k = 0;
+  for (std::size_t offset = 0; offset < bytes; offset += chunk_bytes, k ^= 1) {
+    const std::size_t n = std::min(chunk_bytes, bytes - offset);
+    void* staging = staging_[k].reserve(chunk_bytes);
+    GPUCONV_CUDA(cudaEventSynchronize(staged_[k]));  // its previous DMA is done
+    std::memcpy(staging, src + offset, n);
+    GPUCONV_CUDA(cudaMemcpyAsync(device + offset, staging, n, cudaMemcpyHostToDevice, stream()));
+    GPUCONV_CUDA(cudaEventRecord(staged_[k], stream()));
+  }
+  stored_image in;
+  in.data = device;
+  in.type = type;
+  in.height = height;
+  in.width = width;
+  in.channels = channels;
+  in.at = at;
+  return in;
+}
+
+gpu_result gpu_convolver::run(const stored_image& in, sample out_type, layout out_at) {
+  if (in.channels < 1 || in.channels > 4)
+    throw std::invalid_argument("gpu_convolver: " + std::to_string(in.channels) + " channels (1 to 4)");
+  const auto [out_h, out_w] = output_size(in.height, in.width);
+  const int colour = in.colour();
+  const bool keep = in.has_alpha() && rules_.alpha == alpha_rule::keep;
+  const int planes = colour + (in.has_alpha() && !keep);
+  const std::size_t in_area = std::size_t(in.height) * in.width, out_area = std::size_t(out_h) * out_w;
+  grow(planes_, in_area * planes);
+  grow(result_, out_area * planes);
+  grow(output_, std::size_t(out_at.bytes_for(out_h, out_w, in.channels, out_type)));
+
+  load_planes(in, rules_.alpha, planes_.data(), stream());
+  // Outside a 'constant' border every channel is V; premultiplied colour is then V * V / max,
+  // so colour and alpha need plans with different outside values (as on the CPU path).
+  const float v = rules_.semantics.constant_value;
+  const bool split = rules_.semantics.border == conv::boundary::constant && in.has_alpha() &&
+                     rules_.alpha == alpha_rule::premultiply;
+  if (!split) {
+    plans_.get(in.height, in.width, planes, v).execute_device(planes_.data(), result_.data(), stream());
+  } else {
+    const float colour_v = float(double(v) * v / alpha_max(in.type));
+    plans_.get(in.height, in.width, colour, colour_v).execute_device(planes_.data(), result_.data(), stream());
+    plans_.get(in.height, in.width, 1, v)
+        .execute_device(planes_.data() + colour * in_area, result_.data() + colour * out_area, stream());
+  }
+
+  store_rules r;
+  r.alpha = rules_.alpha;
+  r.scale = rules_.scale;
+  r.offset = rules_.offset;
+  r.semantics = rules_.semantics;
+  const conv::geometry g = conv::make_geometry(in.height, in.width, plans_.kh(), plans_.kw(), rules_.semantics.mode);
+  r.shift_y = int(g.oy - (plans_.kh() - 1) / 2);
+  r.shift_x = int(g.ox - (plans_.kw() - 1) / 2);
+  GPUCONV_CUDA(cudaMemsetAsync(clipped_.data(), 0, sizeof(unsigned long long), stream()));
+  store_planes(result_.data(), out_h, out_w, in, r, output_.data(), out_type, out_at, clipped_.data(), stream());
+  auto* host_count = static_cast<unsigned long long*>(clipped_host_.data());
+  GPUCONV_CUDA(cudaMemcpyAsync(host_count, clipped_.data(), sizeof *host_count, cudaMemcpyDeviceToHost, stream()));
+  GPUCONV_CUDA(cudaStreamSynchronize(stream()));
+  return {out_h, out_w, (long long)*host_count};
+}
+
+void gpu_convolver::download(void* host, std::size_t bytes) {
+  const auto* device = static_cast<const unsigned char*>(output_.data());
+  auto* dst = static_cast<unsigned char*>(host);
+  // chunk k goes to staging k % 2; the host copy of chunk k - 1 runs while chunk k's DMA does
+  std::size_t pending_offset = 0, pending_n = 0;
+  int k = 0, pending_k = 0;
+  for (std::size_t offset = 0; offset < bytes; offset += chunk_bytes, k ^= 1) {
+    const std::size_t n = std::min(chunk_bytes, bytes - offset);
+    void* staging = staging_[k].reserve(chunk_bytes);
+    GPUCONV_CUDA(cudaMemcpyAsync(staging, device + offset, n, cudaMemcpyDeviceToHost, stream()));
+    GPUCONV_CUDA(cudaEventRecord(staged_[k], stream()));
+    if (pending_n) {
+      GPUCONV_CUDA(cudaEventSynchronize(staged_[pending_k]));
+      std::memcpy(dst + pending_offset, staging_[pending_k].data(), pending_n);
+    }
+    pending_offset = offset;
+    pending_n = n;
+    pending_k = k;
+  }
+  if (pending_n) {
+    GPUCONV_CUDA(cudaEventSynchronize(staged_[pending_k]));
+    std::memcpy(dst + pending_offset, staging_[pending_k].data(), pending_n);
+  }
+}
+
+}  // namespace gpuconv::pipeline

@@ -1,0 +1,94 @@
+// One image at a time through the GPU, from stored samples to stored samples: the stage of
+// the pipeline that owns a CUDA stream, the plans (plan_cache) and the device and pinned
+// buffers of one compute worker. Nothing but the 8/16-bit (or float) samples crosses the
+// bus; deinterleave, conversion, premultiplication, the convolution, unpremultiplication,
+// scale and offset, rounding, saturation, the clip count and interleaving run on the GPU
+// (pixels.hpp).
+//
+//   upload (pinned, chunked) -> load_planes -> conv::plan::execute_device -> store_planes -> download (pinned, chunked)
+//
+// The JPEG path skips upload and download: nvJPEG decodes into input_buffer() and encodes
+// from output() (jpeg_gpu.hpp). Not thread-safe: one per worker thread.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "fft/device/buffer.hpp"
+#include "pixels.hpp"
+#include "plan_cache.hpp"
+
+namespace gpuconv::pipeline {
+
+// What the application asks of every image (src/convolve_image.hpp), free of OpenCV.
+struct image_rules {
+  conv::options semantics;
+  float scale = 1, offset = 0;
+  alpha_rule alpha = alpha_rule::premultiply;
+};
+
+struct gpu_result {
+  long long out_h = 0, out_w = 0;
+  long long clipped = 0;  // narrow outputs: pixels with a channel rounded outside the range
+};
+
+// Page-locked host memory (cudaMallocHost), grown on demand.
+class pinned_buffer {
+ public:
+  pinned_buffer() = default;
+  pinned_buffer(const pinned_buffer&) = delete;
+  pinned_buffer& operator=(const pinned_buffer&) = delete;
+  ~pinned_buffer();
+  void* reserve(std::size_t bytes);
+  void* data() const { return data_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+class gpu_convolver {
+ public:
+  // kernel: kh x kw as it will be applied. `memory_limit` as conv::plan_options (0: default).
+  gpu_convolver(std::vector<float> kernel, int kh, int kw, const image_rules& rules, std::size_t memory_limit = 0);
+  ~gpu_convolver();
+  gpu_convolver(const gpu_convolver&) = delete;
+  gpu_convolver& operator=(const gpu_convolver&) = delete;
+
+  cudaStream_t stream() const { return stream_.get(); }
+  const image_rules& rules() const { return rules_; }
+
+  // Output size for an h x w input (the plan's geometry).
+  std::pair<long long, long long> output_size(long long h, long long w) const;
+
+  // A device buffer of at least `bytes` for the input (valid until the next call).
+  void* input_buffer(std::size_t bytes);
+  // Copies a host image through pinned staging into input_buffer (asynchronous on stream()
+  // except for the host side of the staging, which it waits for chunk by chunk).
+  stored_image upload(const void* host, sample type, int height, int width, int channels, layout at);
+
+  // Convolves `in` (device memory) into output(), laid out as out_at with samples out_type;
+  // waits for the stream to read the clip count.
+  gpu_result run(const stored_image& in, sample out_type, layout out_at);
+  const void* output() const { return output_.data(); }
+
+  // Copies `bytes` of output() to host memory through pinned staging; waits for it.
+  void download(void* host, std::size_t bytes);
+
+  // Creates the CUDA context and stream work queue now (start-up off the critical path).
+  static void warm_up();
+
+ private:
+  image_rules rules_;
+  plan_cache plans_;
+  cuda_stream stream_;
+  device_buffer<unsigned char> input_, output_;
+  device_buffer<float> planes_, result_;
+  device_buffer<unsigned long long> clipped_;
+  pinned_buffer staging_[2];
+  pinned_buffer clipped_host_;
+  cuda_event staged_[2];
+};
+
+}  // namespace gpuconv::pipeline

@@ -1,0 +1,235 @@
+#include "jpeg_gpu.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+
+#include <nvjpeg.h>
+
+namespace gpuconv::pipeline {
+
+namespace {
+
+// The entry points gpuconv uses, resolved from the library at run time.
+struct nvjpeg_api {
+#define GPUCONV_NVJPEG_FN(name) decltype(&::name) name = nullptr;
+  GPUCONV_NVJPEG_FN(nvjpegGetProperty)
+  GPUCONV_NVJPEG_FN(nvjpegCreateEx)
+  GPUCONV_NVJPEG_FN(nvjpegDestroy)
+  GPUCONV_NVJPEG_FN(nvjpegJpegStateCreate)
+  GPUCONV_NVJPEG_FN(nvjpegJpegStateDestroy)
+  GPUCONV_NVJPEG_FN(nvjpegDecodeBatchedInitialize)
+  GPUCONV_NVJPEG_FN(nvjpegDecodeBatched)
+  GPUCONV_NVJPEG_FN(nvjpegEncoderStateCreate)
+  GPUCONV_NVJPEG_FN(nvjpegEncoderStateDestroy)
+  GPUCONV_NVJPEG_FN(nvjpegEncoderParamsCreate)
+  GPUCONV_NVJPEG_FN(nvjpegEncoderParamsDestroy)
+  GPUCONV_NVJPEG_FN(nvjpegEncoderParamsSetQuality)
+  GPUCONV_NVJPEG_FN(nvjpegEncoderParamsSetSamplingFactors)
+  GPUCONV_NVJPEG_FN(nvjpegEncoderParamsSetOptimizedHuffman)
+  GPUCONV_NVJPEG_FN(nvjpegEncodeImage)
+  GPUCONV_NVJPEG_FN(nvjpegEncodeRetrieveBitstream)
+#undef GPUCONV_NVJPEG_FN
+  nvjpegHandle_t decode_handle = nullptr;  // hardware backend where there is one
+  nvjpegHandle_t encode_handle = nullptr;  // default backend
+  const char* backend = "none";
+};
+
+nvjpeg_api api;
+nvjpeg_status status;
+
+void* open_library() {
+  std::vector<std::string> names;
+  if (const char* env = std::getenv("GPUCONV_NVJPEG_LIBRARY"); env && *env) names.push_back(env);
+  names.push_back("libnvjpeg.so.13");
+#ifdef GPUCONV_NVJPEG_HINT
+  names.push_back(std::string(GPUCONV_NVJPEG_HINT) + "/libnvjpeg.so.13");
+#endif
+  for (const char* dir : {"/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib"})
+    names.push_back(std::string(dir) + "/libnvjpeg.so.13");
+  for (const auto& n : names)
+    if (void* h = ::dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+  return nullptr;
+}
+
+std::string status_name(nvjpegStatus_t s) {
+  switch (s) {
+    case NVJPEG_STATUS_SUCCESS: return "success";
+    case NVJPEG_STATUS_NOT_INITIALIZED: return "not initialized";
+    case NVJPEG_STATUS_INVALID_PARAMETER: return "invalid parameter";
+    case NVJPEG_STATUS_BAD_JPEG: return "bad JPEG";
+    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED: return "JPEG not supported";
+    case NVJPEG_STATUS_ALLOCATOR_FAILURE: return "allocator failure";
+    case NVJPEG_STATUS_EXECUTION_FAILED: return "execution failed";
+    case NVJPEG_STATUS_ARCH_MISMATCH: return "architecture mismatch";
+    case NVJPEG_STATUS_INTERNAL_ERROR: return "internal error";
+    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED: return "implementation not supported";
+    case NVJPEG_STATUS_INCOMPLETE_BITSTREAM: return "incomplete bitstream";
+  }
+  return "status " + std::to_string(int(s));
+}
+
+void check(nvjpegStatus_t s, const char* call) {
+  if (s != NVJPEG_STATUS_SUCCESS) throw std::runtime_error(std::string("nvJPEG: ") + call + ": " + status_name(s));
+}
+
+void load() {
+  void* lib = open_library();
+  if (!lib) {
+    status.text = "libnvjpeg.so.13 not found";
+    return;
+  }
+  bool all = true;
+#define GPUCONV_NVJPEG_RESOLVE(name)                                          \
+  api.name = reinterpret_cast<decltype(api.name)>(::dlsym(lib, #name)); \
+  all = all && api.name;
+  GPUCONV_NVJPEG_RESOLVE(nvjpegGetProperty)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegCreateEx)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegDestroy)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegJpegStateCreate)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegJpegStateDestroy)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegDecodeBatchedInitialize)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegDecodeBatched)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegEncoderStateCreate)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegEncoderStateDestroy)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegEncoderParamsCreate)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegEncoderParamsDestroy)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegEncoderParamsSetQuality)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegEncoderParamsSetSamplingFactors)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegEncoderParamsSetOptimizedHuffman)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegEncodeImage)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegEncodeRetrieveBitstream)
+#undef GPUCONV_NVJPEG_RESOLVE
+  if (!all) {
+    status.text = "libnvjpeg.so.13 lacks entry points gpuconv needs";
+    return;
+  }
+  int major = 0, minor = 0, patch = 0;
+  api.nvjpegGetProperty(MAJOR_VERSION, &major);
+  api.nvjpegGetProperty(MINOR_VERSION, &minor);
+  api.nvjpegGetProperty(PATCH_LEVEL, &patch);
+  const std::string version = "nvJPEG " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+  // The hardware decoder exists on A100/H100-class GPUs only; elsewhere creating its handle
+  // fails and the GPU-assisted hybrid backend decodes.
+  if (api.nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &api.decode_handle) == NVJPEG_STATUS_SUCCESS) {
+    api.backend = "hardware decoder";
+  } else if (api.nvjpegCreateEx(NVJPEG_BACKEND_GPU_HYBRID, nullptr, nullptr, 0, &api.decode_handle) ==
+             NVJPEG_STATUS_SUCCESS) {
+    api.backend = "GPU hybrid decoder";
+  } else {
+    status.text = version + ": no decoder could be created (no usable CUDA device?)";
+    return;
+  }
+  if (api.nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &api.encode_handle) != NVJPEG_STATUS_SUCCESS) {
+    status.text = version + ": the encoder could not be created";
+    return;
+  }
+  status.available = true;
+  status.text = version + ", " + api.backend + ", GPU encoder";
+}
+
+}  // namespace
+
+const nvjpeg_status& nvjpeg_library() {
+  static std::once_flag once;
+  std::call_once(once, load);
+  return status;
+}
+
+const char* jpeg_gpu::decoder_backend() { return api.backend; }
+
+struct jpeg_gpu::state {
+  cudaStream_t stream;
+  nvjpegJpegState_t decoder = nullptr;
+  int batch = 0;  // the batch size the decoder was initialised for
+  nvjpegEncoderState_t encoder = nullptr;
+  nvjpegEncoderParams_t params = nullptr;
+  int quality = -1;
+  ~state() {
+    if (params) api.nvjpegEncoderParamsDestroy(params);
+    if (encoder) api.nvjpegEncoderStateDestroy(encoder);
+    if (decoder) api.nvjpegJpegStateDestroy(decoder);
+  }
+};
+
+jpeg_gpu::jpeg_gpu(cudaStream_t stream) : s_(std::make_unique<state>()) {
+  if (!nvjpeg_library().available) throw std::runtime_error("nvJPEG is not available: " + nvjpeg_library().text);
+  s_->stream = stream;
+  check(api.nvjpegJpegStateCreate(api.decode_handle, &s_->decoder), "nvjpegJpegStateCreate");
+}
+
+jpeg_gpu::~jpeg_gpu() = default;
+
+bool jpeg_gpu::decode(const std::vector<input>& batch) {
+  if (batch.empty()) return true;
+  const int n = int(batch.size());
+  if (s_->batch != n) {
+    if (api.nvjpegDecodeBatchedInitialize(api.decode_handle, s_->decoder, n, 1, NVJPEG_OUTPUT_BGR) !=
+        NVJPEG_STATUS_SUCCESS) {
+      s_->batch = 0;
+      return false;
+    }
+    s_->batch = n;
+  }
+  std::vector<const unsigned char*> data(n);
+  std::vector<std::size_t> sizes(n);
+  std::vector<nvjpegImage_t> out(n);
+  for (int i = 0; i < n; ++i) {
+    data[i] = batch[i].data;
+    sizes[i] = batch[i].size;
+    out[i] = nvjpegImage_t{};
+    const std::size_t plane = std::size_t(batch[i].height) * batch[i].width;
+    for (int c = 0; c < 3; ++c) {
+      out[i].channel[c] = batch[i].planes + c * plane;
+      out[i].pitch[c] = std::size_t(batch[i].width);
+    }
+  }
+  const nvjpegStatus_t st = api.nvjpegDecodeBatched(api.decode_handle, s_->decoder, data.data(), sizes.data(),
+                                                    out.data(), s_->stream);
+  const cudaError_t sync = cudaStreamSynchronize(s_->stream);
+  if (st != NVJPEG_STATUS_SUCCESS) {
+    s_->batch = 0;  // a failed batch needs the decoder re-initialised
+    return false;
+  }
+  if (sync != cudaSuccess) throw std::runtime_error(std::string("nvJPEG decode: ") + cudaGetErrorString(sync));
+  return true;
+}
+
+encoded_jpeg jpeg_gpu::encode_bgr(const unsigned char* planes, int height, int width, int quality) {
+  if (!s_->encoder) {
+    check(api.nvjpegEncoderStateCreate(api.encode_handle, &s_->encoder, s_->stream), "nvjpegEncoderStateCreate");
+    check(api.nvjpegEncoderParamsCreate(api.encode_handle, &s_->params, s_->stream), "nvjpegEncoderParamsCreate");
+    check(api.nvjpegEncoderParamsSetSamplingFactors(s_->params, NVJPEG_CSS_420, s_->stream),
+          "nvjpegEncoderParamsSetSamplingFactors");
+    check(api.nvjpegEncoderParamsSetOptimizedHuffman(s_->params, 0, s_->stream), "nvjpegEncoderParamsSetOptimizedHuffman");
+  }
+  if (s_->quality != quality) {
+    check(api.nvjpegEncoderParamsSetQuality(s_->params, quality, s_->stream), "nvjpegEncoderParamsSetQuality");
+    s_->quality = quality;
+  }
+  nvjpegImage_t src{};
+  const std::size_t plane = std::size_t(height) * width;
+  for (int c = 0; c < 3; ++c) {
+    src.channel[c] = const_cast<unsigned char*>(planes) + c * plane;
+    src.pitch[c] = std::size_t(width);
+  }
+  check(api.nvjpegEncodeImage(api.encode_handle, s_->encoder, s_->params, &src, NVJPEG_INPUT_BGR, width, height,
+                              s_->stream),
+        "nvjpegEncodeImage");
+  std::size_t length = 0;
+  check(api.nvjpegEncodeRetrieveBitstream(api.encode_handle, s_->encoder, nullptr, &length, s_->stream),
+        "nvjpegEncodeRetrieveBitstream");
+  if (cudaStreamSynchronize(s_->stream) != cudaSuccess) throw std::runtime_error("nvJPEG encode: stream failed");
+  encoded_jpeg e;
+  e.bytes.resize(length);
+  check(api.nvjpegEncodeRetrieveBitstream(api.encode_handle, s_->encoder, e.bytes.data(), &length, s_->stream),
+        "nvjpegEncodeRetrieveBitstream");
+  if (cudaStreamSynchronize(s_->stream) != cudaSuccess) throw std::runtime_error("nvJPEG encode: stream failed");
+  e.bytes.resize(length);
+  return e;
+}
+
+}  // namespace gpuconv::pipeline

@@ -1,0 +1,65 @@
+// JPEG on the GPU with nvJPEG, loaded at run time (dlopen), so that one binary runs with or
+// without it: libnvjpeg.so.13 from the loader's path, $GPUCONV_NVJPEG_LIBRARY, the CUDA
+// Toolkit's lib64, or the directory CMake found it in. Only nvjpeg.h is needed to build.
+//
+// Decoding: batches of baseline (sequential, 8-bit, Huffman) 3-component JPEGs into planar
+// BGR in device memory, on the hardware decoder where the GPU has one (A100, H100:
+// NVJPEG_BACKEND_HARDWARE), else the GPU-assisted hybrid backend. Anything else (progressive,
+// gray, CMYK, 12-bit, arithmetic coding, a stream without its end marker, a stray marker in
+// the entropy-coded data, or a batch nvJPEG refuses) is left to the CPU decoder (OpenCV),
+// which gives the same pixels and errors as before.
+// Encoding: planar BGR in device memory to baseline JPEG, 4:2:0 chroma, standard Huffman
+// tables (OpenCV's defaults), at a given quality.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "jpeg_header.hpp"
+
+namespace gpuconv::pipeline {
+
+// Whether nvJPEG could be loaded and what it is ("nvJPEG 13.3.2, hardware decoder"), or
+// why not ("libnvjpeg.so.13 not found"); loads on the first call (thread-safe).
+struct nvjpeg_status {
+  bool available = false;
+  std::string text;
+};
+const nvjpeg_status& nvjpeg_library();
+
+struct encoded_jpeg {
+  std::vector<unsigned char> bytes;
+};
+
+// One worker's nvJPEG states on its stream. Not thread-safe: one per worker.
+class jpeg_gpu {
+ public:
+  explicit jpeg_gpu(cudaStream_t stream);  // throws std::runtime_error when nvJPEG is unavailable
+  ~jpeg_gpu();
+  jpeg_gpu(const jpeg_gpu&) = delete;
+  jpeg_gpu& operator=(const jpeg_gpu&) = delete;
+
+  struct input {
+    const unsigned char* data;
+    std::size_t size;
+    unsigned char* planes;  // device: 3 planes of height x width bytes (B, G, R), pitch width
+    int height, width;
+  };
+  // Decodes every input, or returns false (nothing is known to be decoded; the caller falls
+  // back to the CPU per file). Waits for the decode to finish.
+  bool decode(const std::vector<input>& batch);
+  // Encodes planar BGR (3 planes of height x width, pitch width, device memory).
+  // Throws std::runtime_error naming the nvJPEG status on failure.
+  encoded_jpeg encode_bgr(const unsigned char* planes, int height, int width, int quality);
+  // The backend decoding runs on ("hardware" or "GPU hybrid").
+  static const char* decoder_backend();
+
+ private:
+  struct state;
+  std::unique_ptr<state> s_;
+};
+
+}  // namespace gpuconv::pipeline
