@@ -188,10 +188,16 @@ opencv_dir=$(dirname "$(find "$prefix" -name OpenCVConfig.cmake -print -quit)")
 # --- gpuconv ---------------------------------------------------------------------------------
 cuda_arch=()
 [ -n "${CMAKE_CUDA_ARCHITECTURES:-}" ] && cuda_arch=("-DCMAKE_CUDA_ARCHITECTURES=$CMAKE_CUDA_ARCHITECTURES")
+# PORTABLE_TESTS=1: also the app-layer tests (gpuconv_app_tests, OpenCV and Catch2 static),
+# so that the [app] and [gpu] tests of the application run on a GPU machine without OpenCV
+# (there: GPUCONV_CLI_PATH=build-portable/apps/gpuconv build-portable/tests/gpuconv_app_tests).
+targets=(gpuconv)
+tests=OFF
+if [ "${PORTABLE_TESTS:-0}" = 1 ]; then tests=ON; targets+=(gpuconv_app_tests); fi
 cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${cuda_arch[@]}" \
   "-DOpenCV_DIR=$opencv_dir" -DGPUCONV_WITH_OPENCV=ON -DGPUCONV_STATIC=ON \
-  -DGPUCONV_BUILD_TESTS=OFF -DGPUCONV_BUILD_BENCH=OFF
-cmake --build "$build" --target gpuconv -j "$jobs"
+  -DGPUCONV_BUILD_TESTS=$tests -DGPUCONV_BUILD_BENCH=OFF
+cmake --build "$build" --target "${targets[@]}" -j "$jobs"
 
 # --- the check: only glibc's libraries may remain dynamic ------------------------------------
 binary="$build/apps/gpuconv"

@@ -1,5 +1,6 @@
 #include "commands.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -56,6 +57,9 @@ class stage_timer {
         << (st.note.empty() ? "" : "  (" + st.note + ")") << "\n";
     s << "  " << std::left << std::setw(10) << "total" << std::right << std::setw(9) << seconds_since(start_)
       << " s  (this command, after process start-up)\n";
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    s << "  peak RSS  " << std::setw(9) << std::setprecision(1) << u.ru_maxrss / 1024.0 << " MiB\n";
     err << s.str();
   }
 

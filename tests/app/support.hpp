@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -84,21 +85,28 @@ struct run_result {
   std::string out, err;
 };
 
-// Starts the gpuconv binary built with the tests (GPUCONV_CLI) with `args`, stdout and
-// stderr going to files in `dir`; wait_gpuconv collects them.
+// The gpuconv binary the [cli] tests run: $GPUCONV_CLI_PATH when set (a test binary built on
+// one machine and run on another, e.g. the GPU machine), else the one built with the tests.
+inline const char* gpuconv_cli() {
+  const char* env = std::getenv("GPUCONV_CLI_PATH");
+  return env && *env ? env : GPUCONV_CLI;
+}
+
+// Starts the gpuconv binary (gpuconv_cli()) with `args`, stdout and stderr going to files in
+// `dir`; wait_gpuconv collects them.
 inline pid_t spawn_gpuconv(const std::vector<std::string>& args, const fs::path& dir) {
   const fs::path out_file = dir / ".stdout", err_file = dir / ".stderr";
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&actions, 2, err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<std::string> storage{GPUCONV_CLI};
+  std::vector<std::string> storage{gpuconv_cli()};
   storage.insert(storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : storage) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = -1;
-  if (posix_spawn(&pid, GPUCONV_CLI, &actions, nullptr, argv.data(), environ) != 0) pid = -1;
+  if (posix_spawn(&pid, gpuconv_cli(), &actions, nullptr, argv.data(), environ) != 0) pid = -1;
   posix_spawn_file_actions_destroy(&actions);
   return pid;
 }

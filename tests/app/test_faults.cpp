@@ -37,7 +37,7 @@ std::string shell_quote(const std::string& s) {
 }
 
 std::string gpuconv_command(const std::vector<std::string>& args) {
-  std::string cmd = shell_quote(GPUCONV_CLI);
+  std::string cmd = shell_quote(test::gpuconv_cli());
   for (const auto& a : args) cmd += " " + shell_quote(a);
   return cmd;
 }

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# On the GPU machine: the application as users meet it, with the portable binary and its app
+# tests (scripts/build-portable.sh with PORTABLE_TESTS=1, built elsewhere and carried):
+#   1. --version (is GPU JPEG there), the app tests ([app], [cli], [gpu]) with nvJPEG enabled
+#   2. the CLI's CUDA outputs against its CPU outputs over data/ (scripts/gpu-cli-check.sh)
+#   3. nvJPEG's decoded pixels against libjpeg's on the bench photos (identity kernel)
+#   4. one 12 MP JPEG: wall time and --timing breakdown (cuda, cpu), OpenCV in Python beside it
+#   5. gpuconv bench --workload jpeg and --workload png (each next to OpenCV alone), REPS runs
+# Logs under $OUT (or ./gpu-app-logs); a short table last.
+#   scripts/gpu-app-check.sh [--no-tests] [--images N] [--reps R] [--png-images N]
+set -uo pipefail
+bin=${GPUCONV_BIN:-build-portable/apps/gpuconv}
+tests=${GPUCONV_APP_TESTS:-build-portable/tests/gpuconv_app_tests}
+out=${OUT:-$PWD/gpu-app-logs}
+images=96 reps=3 png_images=256 run_tests=1 jobs=$(nproc)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --no-tests) run_tests=0 ;;
+    --images) images=$2; shift ;;
+    --reps) reps=$2; shift ;;
+    --png-images) png_images=$2; shift ;;
+    *) echo "gpu-app-check.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+mkdir -p "$out"
+work=$(mktemp -d /tmp/gpu-app-check.XXXX)
+trap 'rm -rf "$work"' EXIT
+summary=()
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt" 2>&1
+"$bin" --version | tee "$out/version.txt"
+
+if [ "$run_tests" = 1 ]; then
+  GPUCONV_CLI_PATH=$PWD/$bin "$tests" --reporter compact > "$out/app-tests.log" 2>&1
+  summary+=("app tests (portable, nvJPEG on): rc=$? $(grep -E '^(All tests passed|test cases:)' "$out/app-tests.log" | tail -1)")
+  grep -E "FAILED|failed" "$out/app-tests.log" | head -20
+  bash scripts/gpu-cli-check.sh "$bin" > "$out/cli-check.log" 2>&1
+  summary+=("gpu-cli-check (CUDA vs CPU over data/, --decoder cpu): rc=$? $(grep -c identical "$out/cli-check.log") identical, $(grep -c differ "$out/cli-check.log") differ")
+fi
+
+# the photos, generated once by the bench (kept for the later runs)
+"$bin" bench --workload jpeg --images "$images" --jobs "$jobs" --device cpu --no-peer --dir "$work/bench" --keep -q \
+  > "$out/bench-generate.txt" 2>&1
+photo=$work/bench/in-jpeg/img00000.jpg
+ls -la "$work/bench/in-jpeg" | head -5 > "$out/photos.txt"
+
+# nvJPEG vs libjpeg: the identity kernel, written lossless
+for i in 0 1 2 3; do
+  p=$work/bench/in-jpeg/img0000$i.jpg
+  "$bin" "$p" box:1 "$work/id-gpu-$i.png" --device cuda --decoder gpu -q
+  "$bin" "$p" box:1 "$work/id-cpu-$i.png" --device cuda --decoder cpu -q
+done
+python3 - "$work" > "$out/decoder-diff.txt" 2>&1 <<'PY'
+import sys, cv2, numpy as np
+w = sys.argv[1]
+for i in range(4):
+    a = cv2.imread(f"{w}/id-gpu-{i}.png", cv2.IMREAD_UNCHANGED).astype(np.int32)
+    b = cv2.imread(f"{w}/id-cpu-{i}.png", cv2.IMREAD_UNCHANGED).astype(np.int32)
+    d = np.abs(a - b)
+    print(f"photo {i}: nvJPEG vs libjpeg: max {d.max()}, mean {d.mean():.3f}, differing {100 * (d > 0).mean():.1f}% of samples")
+PY
+summary+=("$(head -1 "$out/decoder-diff.txt")")
+
+# one 12 MP JPEG through the CLI: wall time (median of 5), --timing, peak RSS
+single() {  # label, args...
+  local label=$1; shift
+  local times=()
+  for r in 1 2 3 4 5; do
+    local t0=$EPOCHREALTIME
+    "$bin" "$photo" gaussian:2 "$work/single.jpg" "$@" -q 2>/dev/null
+    times+=("$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.4f", b - a }')")
+  done
+  local median=$(printf '%s\n' "${times[@]}" | sort -g | sed -n 3p)
+  echo "$label: median wall $(printf '%.3f' "$median") s over 5 ($(printf '%.3f ' "${times[@]}"))"
+}
+{
+  single "gpuconv --device cuda" --device cuda
+  single "gpuconv --device cpu" --device cpu
+  "$bin" "$photo" gaussian:2 "$work/single.jpg" --device cuda --timing
+  "$bin" "$photo" gaussian:2 "$work/single.jpg" --device cpu --timing
+  python3 - "$photo" "$work/single-cv.jpg" <<'PY'
+import sys, time
+t0 = time.perf_counter()
+import cv2
+t1 = time.perf_counter()
+img = cv2.imread(sys.argv[1]); out = cv2.GaussianBlur(img, (17, 17), 2, borderType=cv2.BORDER_REFLECT_101)
+cv2.imwrite(sys.argv[2], out)
+t2 = time.perf_counter()
+print(f"OpenCV (python3, cv2 {cv2.__version__}, {cv2.getNumThreads()} threads): imread+GaussianBlur 17x17+imwrite {t2 - t1:.3f} s (import cv2 {t1 - t0:.3f} s)")
+PY
+} > "$out/single.txt" 2>&1
+summary+=("$(grep 'device cuda:' "$out/single.txt")" "$(grep 'device cpu:' "$out/single.txt")" "$(grep '^OpenCV' "$out/single.txt")")
+summary+=("single cuda $(grep -A14 'gpuconv: timing' "$out/single.txt" | grep -E 'total|peak' | head -2 | tr -s ' ' | tr '\n' ';')")
+
+# batch benchmarks, each next to OpenCV alone and the CPU codec ceiling
+for r in $(seq "$reps"); do
+  "$bin" bench --workload jpeg --images "$images" --jobs "$jobs" --device cuda --dir "$work/bench" --keep \
+    > "$out/bench-jpeg-$r.txt" 2>&1
+  summary+=("jpeg run $r: $(grep -E '^gpuconv batch' "$out/bench-jpeg-$r.txt" | tr -s ' ')")
+done
+summary+=("jpeg ceiling/opencv (last run): $(grep -E '^(decode|OpenCV)' "$out/bench-jpeg-$reps.txt" | tr -s ' ' | tr '\n' ';')")
+for r in $(seq "$reps"); do
+  "$bin" bench --workload png --images "$png_images" --jobs "$jobs" --device cuda --dir "$work/bench" --keep \
+    > "$out/bench-png-$r.txt" 2>&1
+  summary+=("png run $r: $(grep -E '^gpuconv batch' "$out/bench-png-$r.txt" | tr -s ' ')")
+done
+summary+=("png ceiling/opencv (last run): $(grep -E '^(decode|OpenCV)' "$out/bench-png-$reps.txt" | tr -s ' ' | tr '\n' ';')")
+
+echo "==== gpu-app-check summary ($(cat "$out/gpu.txt")) ===="
+printf '%s\n' "${summary[@]}"

@@ -1,0 +1,214 @@
+// The GPU image pipeline (pipeline/, convolver::run_gpu, run_gpu_jpegs) against the CPU
+// backend on the same decoded pixels, and the JPEG stage: which files the GPU decoder takes
+// (jpeg_header, runs everywhere), nvJPEG's pixels against libjpeg's, GPU-encoded JPEGs.
+// [gpu] cases skip visibly without a CUDA device.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+
+#include <cmath>
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "convolve_image.hpp"
+#include "fft/device/cuda_check.hpp"
+#include "jpeg_header.hpp"
+#include "support.hpp"
+
+using namespace gpuconv;
+using namespace gpuconv::app;
+
+namespace {
+
+kernel make_kernel(int kh, int kw, std::uint64_t seed, double sum) {
+  kernel k;
+  k.height = kh;
+  k.width = kw;
+  cv::RNG rng(seed);
+  double s = 0;
+  for (int i = 0; i < kh * kw; ++i) {
+    k.values.push_back(float(rng.uniform(-0.3, 1.0)));
+    s += k.values.back();
+  }
+  for (float& v : k.values) v = float(v * sum / s);
+  return k;
+}
+
+struct diff {
+  double max_abs = 0, rel_l2 = 0;
+  long long differing = 0, total = 0;
+};
+
+diff compare(const cv::Mat& a, const cv::Mat& b) {
+  REQUIRE(a.size() == b.size());
+  REQUIRE(a.type() == b.type());
+  cv::Mat fa, fb;
+  a.convertTo(fa, CV_64F);
+  b.convertTo(fb, CV_64F);
+  const cv::Mat d = cv::abs(fa - fb);
+  diff r;
+  cv::minMaxLoc(d.reshape(1), nullptr, &r.max_abs);
+  r.differing = cv::countNonZero(d.reshape(1) > 0);
+  r.total = (long long)d.total() * d.channels();
+  const double nb = cv::norm(fb);
+  r.rel_l2 = nb > 0 ? cv::norm(fa - fb) / nb : cv::norm(fa - fb);
+  return r;
+}
+
+std::vector<unsigned char> jpeg_bytes(const cv::Mat& img, std::vector<int> params = {}) {
+  std::vector<unsigned char> bytes;
+  REQUIRE(cv::imencode(".jpg", img, bytes, params));
+  return bytes;
+}
+
+// A photo-like 8-bit BGR image: smooth structure, edges and a little noise.
+cv::Mat photo(int rows, int cols, std::uint64_t seed) {
+  cv::Mat img = test::test_image(rows, cols, CV_8UC3, seed);
+  cv::GaussianBlur(img, img, {0, 0}, 1.2);
+  cv::circle(img, {cols / 3, rows / 3}, rows / 5, cv::Scalar(30, 200, 90), cv::FILLED, cv::LINE_AA);
+  return img;
+}
+
+}  // namespace
+
+TEST_CASE("jpeg_header: which JPEGs the GPU decoder is given", "[app]") {
+  const cv::Mat colour = photo(48, 64, 3);
+  const auto baseline = jpeg_bytes(colour);
+  const auto h = pipeline::jpeg_headers(baseline.data(), baseline.size());
+  CHECK(h.parsed);
+  CHECK(h.width == 64);
+  CHECK(h.height == 48);
+  CHECK(h.components == 3);
+  CHECK(h.sof == 0xC0);
+  CHECK(h.gpu_decodable());
+
+  cv::Mat gray;
+  cv::cvtColor(colour, gray, cv::COLOR_BGR2GRAY);
+  const auto g = jpeg_bytes(gray);
+  CHECK_FALSE(pipeline::jpeg_headers(g.data(), g.size()).gpu_decodable());  // one component: the CPU's
+
+  const auto progressive = jpeg_bytes(colour, {cv::IMWRITE_JPEG_PROGRESSIVE, 1});
+  const auto hp = pipeline::jpeg_headers(progressive.data(), progressive.size());
+  CHECK(hp.sof == 0xC2);
+  CHECK_FALSE(hp.gpu_decodable());
+
+  std::vector<unsigned char> truncated(baseline.begin(), baseline.begin() + baseline.size() / 2);
+  const auto ht = pipeline::jpeg_headers(truncated.data(), truncated.size());
+  CHECK_FALSE(ht.ends_with_eoi);
+  CHECK_FALSE(ht.gpu_decodable());
+
+  // a marker planted in the entropy-coded data
+  std::vector<unsigned char> stray = baseline;
+  stray[stray.size() - 10] = 0xFF;
+  stray[stray.size() - 9] = 0xC4;
+  CHECK(pipeline::jpeg_headers(stray.data(), stray.size()).stray_marker);
+  CHECK_FALSE(pipeline::jpeg_headers(stray.data(), stray.size()).gpu_decodable());
+
+  const std::vector<unsigned char> junk{'n', 'o', 't', ' ', 'a', ' ', 'j', 'p', 'e', 'g'};
+  CHECK_FALSE(pipeline::jpeg_headers(junk.data(), junk.size()).parsed);
+}
+
+TEST_CASE("GPU pipeline: the CPU backend's results on the same pixels, every depth, alpha rule and mode",
+          "[app][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  struct image_case {
+    int type;
+    alpha_mode alpha;
+  };
+  const auto c = GENERATE(image_case{CV_8UC1, alpha_mode::premultiply}, image_case{CV_8UC3, alpha_mode::premultiply},
+                          image_case{CV_8UC4, alpha_mode::premultiply}, image_case{CV_8UC4, alpha_mode::separate},
+                          image_case{CV_8UC4, alpha_mode::keep}, image_case{CV_8UC2, alpha_mode::premultiply},
+                          image_case{CV_16UC3, alpha_mode::premultiply}, image_case{CV_16UC4, alpha_mode::keep},
+                          image_case{CV_32FC3, alpha_mode::premultiply}, image_case{CV_32FC4, alpha_mode::premultiply});
+  const auto mode = GENERATE(conv::output_mode::same, conv::output_mode::full, conv::output_mode::valid);
+  const auto border = GENERATE(conv::boundary::reflect101, conv::boundary::constant, conv::boundary::wrap);
+  const auto depth = GENERATE(output_depth::same, output_depth::u8, output_depth::f32);
+  const cv::Mat img = test::test_image(61, 83, c.type, 17);
+  const kernel k = make_kernel(7, 5, 23, 1.3);  // sums to 1.3: bright values clip
+  convolve_settings s;
+  s.device = conv::backend::cpu;
+  s.semantics = {conv::operation::convolution, mode, border, CV_MAT_DEPTH(c.type) == CV_32F ? 0.25f : 77.f};
+  s.alpha = c.alpha;
+  s.depth = depth;
+  s.scale = 0.9;
+  s.offset = CV_MAT_DEPTH(c.type) == CV_32F ? 0.01 : 3;
+  convolver cpu(k, s);
+  const output_image expected = convolve_image(img, cpu);
+  s.device = conv::backend::cuda;
+  convolver gpu(k, s);
+  const output_image got = gpu.run_gpu(img);
+  INFO("type " << c.type << ", alpha " << int(c.alpha) << ", mode " << int(mode) << ", border " << int(border)
+               << ", depth " << int(depth));
+  const diff d = compare(got.image, expected.image);
+  INFO("max |diff| " << d.max_abs << ", " << d.differing << " of " << d.total << " differ, rel L2 " << d.rel_l2);
+  if (got.image.depth() == CV_32F) {
+    CHECK(d.rel_l2 <= 1e-6);
+  } else {
+    CHECK(d.max_abs <= 1);                    // 1 LSB where the two FFTs' fp32 roundings straddle a tie
+    CHECK(d.differing * 1000 <= d.total);
+    CHECK(std::abs(got.clipped - expected.clipped) <= 1 + expected.clipped / 1000);
+  }
+}
+
+TEST_CASE("GPU pipeline: 12 MP RGB through run_gpu equals the CPU backend", "[app][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  const cv::Mat img = photo(3000, 4000, 5);
+  const kernel k = make_kernel(17, 17, 4, 1.0);
+  convolve_settings s;
+  s.device = conv::backend::cpu;
+  convolver cpu(k, s);
+  const output_image expected = convolve_image(img, cpu);
+  s.device = conv::backend::cuda;
+  convolver gpu(k, s);
+  const output_image got = gpu.run_gpu(img);
+  const diff d = compare(got.image, expected.image);
+  INFO("max |diff| " << d.max_abs << ", " << d.differing << " of " << d.total << " differ");
+  CHECK(d.max_abs <= 1);
+  CHECK(d.differing * 1000 <= d.total);
+}
+
+TEST_CASE("GPU JPEG: nvJPEG decode + convolve + encode, against libjpeg and the CPU path", "[app][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  const kernel k = make_kernel(5, 5, 8, 1.0);
+  convolve_settings s;
+  s.device = conv::backend::cuda;
+  convolver gpu(k, s);
+  if (!gpu.gpu_jpeg()) SKIP("nvJPEG is not available on this machine");
+  // two sizes in one batch, one of them odd
+  const std::vector<cv::Mat> images{photo(480, 640, 1), photo(333, 517, 2)};
+  std::vector<std::vector<unsigned char>> files;
+  for (const auto& m : images) files.push_back(jpeg_bytes(m, {cv::IMWRITE_JPEG_QUALITY, 92}));
+  std::vector<convolver::jpeg_input> batch;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const auto h = pipeline::jpeg_headers(files[i].data(), files[i].size());
+    REQUIRE(h.gpu_decodable());
+    batch.push_back({&files[i], h.height, h.width, false});
+  }
+  const auto out = gpu.run_gpu_jpegs(batch);
+  REQUIRE(out.size() == 2);
+  convolve_settings cs = s;
+  cs.device = conv::backend::cpu;
+  convolver cpu(k, cs);
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    REQUIRE(out[i].decoded);
+    // libjpeg's decode of the same file, convolved on the CPU: the decoders differ (IDCT,
+    // chroma upsampling), by a few levels at most on a smooth image
+    const cv::Mat libjpeg = cv::imdecode(files[i], cv::IMREAD_UNCHANGED);
+    const output_image expected = convolve_image(libjpeg, cpu);
+    const diff d = compare(out[i].image.image, expected.image);
+    INFO("image " << i << ": nvJPEG vs libjpeg after the convolution: max " << d.max_abs << ", rel L2 " << d.rel_l2);
+    CHECK(d.max_abs <= 24);
+    CHECK(d.rel_l2 <= 0.01);
+  }
+  // encoded on the GPU: a JPEG that libjpeg reads back close to the CPU encoder's output
+  batch[0].encode = true;
+  const auto enc = gpu.run_gpu_jpegs({batch[0]});
+  REQUIRE(enc[0].decoded);
+  REQUIRE_FALSE(enc[0].encoded.empty());
+  const cv::Mat back = cv::imdecode(enc[0].encoded, cv::IMREAD_UNCHANGED);
+  REQUIRE(back.type() == CV_8UC3);
+  REQUIRE(back.size() == images[0].size());
+  const double psnr = cv::PSNR(back, out[0].image.image);
+  INFO("GPU-encoded (quality 95) against the unencoded result: PSNR " << psnr << " dB");
+  CHECK(psnr > 38);
+}
