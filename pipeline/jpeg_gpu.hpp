@@ -29,6 +29,10 @@ struct nvjpeg_status {
   std::string text;
 };
 const nvjpeg_status& nvjpeg_library();
+// Starts loading nvJPEG on a thread of its own (its handles take ~0.5 s to create on an
+// H100); nvjpeg_ready() says, without waiting, whether it is loaded and available.
+void nvjpeg_load_in_background();
+bool nvjpeg_ready();
 
 struct encoded_jpeg {
   std::vector<unsigned char> bytes;

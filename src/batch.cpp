@@ -243,6 +243,8 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
 
   const convolve_settings settings = c ? c->settings() : convolve_settings{};
   const bool gpu = c && c->settings().device == conv::backend::cuda;
+  if (gpu && std::any_of(items.begin(), items.end(), [](const batch_item& it) { return is_jpeg_name(it.input); }))
+    c->start_gpu_jpeg();
   bounded_queue<work> decoded{std::size_t(jobs)}, convolved{std::size_t(jobs)};
   std::atomic<std::size_t> next{0};
   std::atomic<int> decoders_left{jobs};
@@ -252,7 +254,10 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
     for (std::size_t i; !stop && !interrupted() && (i = next++) < items.size();) {
       try {
         cv::Mat m;
-        if (c && c->gpu_jpeg() && is_jpeg_name(items[i].input)) {
+        // JPEGs go to the GPU's decoder once nvJPEG has loaded (--decoder gpu: waits for it);
+        // until then the CPU decodes them, so that its start-up costs no throughput
+        if (c && is_jpeg_name(items[i].input) &&
+            (settings.decoder == jpeg_decoder::gpu ? c->gpu_jpeg() : c->gpu_jpeg_ready())) {
           std::vector<unsigned char> bytes = read_image_bytes(items[i].input);
           const pipeline::jpeg_header h = pipeline::jpeg_headers(bytes.data(), bytes.size());
           if (h.gpu_decodable()) {

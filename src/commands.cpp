@@ -104,28 +104,31 @@ int run_convolve(const cli_options& o, std::ostream& err) {
     throw usage_error("output '" + o.output + "' is the input file; refusing to overwrite it");
   kernel k = load_kernel(o);
   convolve_settings s = o.settings;
-  if (s.device == conv::backend::automatic && cuda_device_available()) {
+  // --device auto runs a small image on the CPU: CUDA's start-up costs more than it saves.
+  if (s.device == conv::backend::automatic) {
     const auto size = peek_image_size(in);
     if (size && size->width * size->height <= small_image_pixels) s.device = conv::backend::cpu;
   }
-  s.device = resolve_device(s.device, o.quiet, err);
-  const bool cuda = s.device == conv::backend::cuda;
-  const bool jpeg_candidate = cuda && s.decoder != jpeg_decoder::cpu && is_jpeg_name(in);
-  if (s.decoder == jpeg_decoder::gpu && !cuda) throw usage_error("--decoder gpu needs --device cuda (or auto with a GPU)");
-  timer.mark("setup", std::string("device ") + (cuda ? "cuda" : "cpu"));
+  // A single JPEG is decoded by the CPU unless --decoder gpu: nvJPEG's start-up (its handles
+  // and decoder state, ~0.9 s on the H100) is longer than libjpeg's decode of a 12 MP photo
+  // (~0.1 s). Batches amortise it (batch.cpp).
+  const bool jpeg_candidate = s.device != conv::backend::cpu && s.decoder == jpeg_decoder::gpu && is_jpeg_name(in);
+  timer.mark("setup");
 
-  // CUDA's start-up (context, and nvJPEG's handles for a JPEG) on another thread, while this
-  // one reads (and, for the CPU decoder, decodes) the file.
+  // CUDA's start-up (the driver, the context, and nvJPEG's handles for --decoder gpu) on
+  // another thread, while this one reads and decodes the file.
   std::exception_ptr init_error;
   double init_seconds = 0;
+  bool have_device = false;
   std::thread init;
-  if (cuda)
+  if (s.device != conv::backend::cpu)
     init = std::thread([&] {
       const auto t0 = clock_type::now();
       try {
-        GPUCONV_CUDA(cudaFree(nullptr));
+        have_device = cuda_device_available();
+        if (have_device) GPUCONV_CUDA(cudaFree(nullptr));
 #ifdef GPUCONV_HAVE_NVJPEG
-        if (jpeg_candidate) (void)pipeline::nvjpeg_library();
+        if (have_device && jpeg_candidate) (void)pipeline::nvjpeg_library();
 #endif
       } catch (...) {
         init_error = std::current_exception();
@@ -138,12 +141,19 @@ int run_convolve(const cli_options& o, std::ostream& err) {
       if (t.joinable()) t.join();
     }
   } join_init{init};
+  bool cuda = false;
   auto wait_init = [&] {
-    if (!init.joinable()) return;
-    const auto t0 = clock_type::now();
-    init.join();
-    timer.add("cuda-init", init_seconds, "on its own thread; waited " + std::to_string(seconds_since(t0)).substr(0, 6) + " s for it");
-    if (init_error) std::rethrow_exception(init_error);
+    if (init.joinable()) {
+      const auto t0 = clock_type::now();
+      init.join();
+      timer.add("cuda-init", init_seconds, "on its own thread; waited " + std::to_string(seconds_since(t0)).substr(0, 6) + " s for it");
+      if (init_error) std::rethrow_exception(init_error);
+    }
+    if (s.device != conv::backend::cpu) {  // resolve_device asks again: answered at once now
+      s.device = resolve_device(s.device, o.quiet, err);
+      cuda = s.device == conv::backend::cuda;
+    }
+    if (s.decoder == jpeg_decoder::gpu && !cuda) throw usage_error("--decoder gpu needs --device cuda (or auto with a GPU)");
   };
 
   // A JPEG the GPU may decode is read as bytes; everything else (and a JPEG the GPU refuses)
@@ -152,6 +162,8 @@ int run_convolve(const cli_options& o, std::ostream& err) {
   std::vector<unsigned char> bytes;
   pipeline::jpeg_header header;
   if (jpeg_candidate) {
+    wait_init();
+    if (!convolver::gpu_jpeg_available()) throw error("--decoder gpu: " + gpu_jpeg_line(), exit_failure);
     bytes = read_image_bytes(in);
     timer.mark("read", std::to_string(bytes.size()) + " bytes");
     header = pipeline::jpeg_headers(bytes.data(), bytes.size());
@@ -165,7 +177,6 @@ int run_convolve(const cli_options& o, std::ostream& err) {
   };
   bool done = false;
   if (jpeg_candidate && header.gpu_decodable()) {
-    wait_init();
     c.emplace(k, s);
     if (c->gpu_jpeg()) {
       check_output_format(out, output_cv_depth(s.depth, CV_8U), 3);
@@ -189,19 +200,15 @@ int run_convolve(const cli_options& o, std::ostream& err) {
         encoded = std::move(r[0].encoded);
         done = true;
       }
-    } else if (s.decoder == jpeg_decoder::gpu) {
-      throw error("--decoder gpu: " + gpu_jpeg_line(), exit_failure);
     }
   }
-  if (!done) {
-    if (s.decoder == jpeg_decoder::gpu && is_jpeg_name(in))
-      throw input_error("input '" + o.input + "': --decoder gpu: nvJPEG cannot decode this JPEG (progressive, gray, "
-                        "CMYK, 12-bit or damaged)");
+  if (!done) {  // not a JPEG, or one nvJPEG does not take (progressive, gray, CMYK, damaged): OpenCV
     bytes = {};
     const cv::Mat image = read_image(in);
     timer.mark("read+decode", "CPU, OpenCV");
     check_output_format(out, output_cv_depth(s.depth, image.depth()), image.channels());
     wait_init();
+    timer.mark("device", cuda ? "cuda" : "cpu");
     if (!c) c.emplace(std::move(k), s);
     try {
       if (cuda) {

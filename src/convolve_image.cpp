@@ -132,6 +132,29 @@ convolver::gpu_stage& convolver::gpu() {
   return *gpu_;
 }
 
+bool convolver::gpu_jpeg_available() {
+#ifdef GPUCONV_HAVE_NVJPEG
+  return pipeline::nvjpeg_library().available;
+#else
+  return false;
+#endif
+}
+
+void convolver::start_gpu_jpeg() const {
+#ifdef GPUCONV_HAVE_NVJPEG
+  if (settings_.device == conv::backend::cuda && settings_.decoder != jpeg_decoder::cpu)
+    pipeline::nvjpeg_load_in_background();
+#endif
+}
+
+bool convolver::gpu_jpeg_ready() const {
+#ifdef GPUCONV_HAVE_NVJPEG
+  return settings_.device == conv::backend::cuda && settings_.decoder != jpeg_decoder::cpu && pipeline::nvjpeg_ready();
+#else
+  return false;
+#endif
+}
+
 bool convolver::gpu_jpeg() const {
 #ifdef GPUCONV_HAVE_NVJPEG
   return settings_.device == conv::backend::cuda && settings_.decoder != jpeg_decoder::cpu &&

@@ -109,6 +109,12 @@ class convolver {
   std::vector<jpeg_output> run_gpu_jpegs(const std::vector<jpeg_input>& batch, stage_times* times = nullptr);
   // nvJPEG's decoding backend ("hardware decoder", "GPU hybrid decoder"; "" without nvJPEG).
   static const char* gpu_jpeg_decoder();
+  // Whether nvJPEG is built in and loads (waits for it to load).
+  static bool gpu_jpeg_available();
+  // Batches: starts loading nvJPEG on its own thread when this convolver would use it, and
+  // says without waiting whether it is ready (until then JPEGs are decoded by the CPU).
+  void start_gpu_jpeg() const;
+  bool gpu_jpeg_ready() const;
 
   // Creates the CUDA context now (CUDA backend; nothing on the CPU): the batch pipeline
   // calls it on the compute thread while the first images decode, so that start-up is
