@@ -153,12 +153,17 @@ void load() {
     debug_timer te{"encoder handle", -1};
     encoder_status = api.nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &api.encode_handle);
   });
+  // Chroma upsampled by interpolation, as libjpeg's default "fancy upsampling" does (nvJPEG's
+  // default replicates samples: up to 30+ levels from libjpeg at chroma edges); strict
+  // bitstream checks, so that a damaged stream is an error (then the CPU decoder reports it).
+  unsigned flags = NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION | NVJPEG_FLAGS_BITSTREAM_STRICT;
+  if (const char* f = std::getenv("GPUCONV_NVJPEG_FLAGS")) flags = unsigned(std::strtoul(f, nullptr, 0));
   {
     debug_timer th{"decoder handle", -1};
     if (!hybrid_only &&
-        api.nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &api.decode_handle) == NVJPEG_STATUS_SUCCESS) {
+        api.nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, flags, &api.decode_handle) == NVJPEG_STATUS_SUCCESS) {
       api.backend = "hardware decoder";
-    } else if (api.nvjpegCreateEx(NVJPEG_BACKEND_GPU_HYBRID, nullptr, nullptr, 0, &api.decode_handle) ==
+    } else if (api.nvjpegCreateEx(NVJPEG_BACKEND_GPU_HYBRID, nullptr, nullptr, flags, &api.decode_handle) ==
                NVJPEG_STATUS_SUCCESS) {
       api.backend = "GPU hybrid decoder";
     }

@@ -156,6 +156,34 @@ int run_bench(const cli_options& o, std::ostream& out, std::ostream& err) {
     std::snprintf(name, sizeof name, "img%05d%s", i, ext.c_str());
     inputs.push_back(in_dir / name);
   }
+  // 8 scenes (a few seconds each to make), then every image one of them, mirrored or not,
+  // shifted, with sensor noise of its own: distinct files that cost the codecs the same
+  constexpr int scenes = 8;
+  std::vector<cv::Mat> scene(scenes);
+  auto photo_for = [&](int i) {
+    const cv::Mat& base = scene[i % scenes];
+    if (i < scenes) return base;
+    cv::Mat img;
+    cv::flip(base, img, (i / scenes) % 2 ? 1 : 0);
+    const int dx = (i * 7919) % base.cols, dy = (i * 104729) % base.rows;  // a circular shift
+    cv::Mat shifted(img.size(), img.type());
+    img(cv::Rect(dx, dy, img.cols - dx, img.rows - dy)).copyTo(shifted(cv::Rect(0, 0, img.cols - dx, img.rows - dy)));
+    if (dx) img(cv::Rect(0, dy, dx, img.rows - dy)).copyTo(shifted(cv::Rect(img.cols - dx, 0, dx, img.rows - dy)));
+    if (dy) img(cv::Rect(dx, 0, img.cols - dx, dy)).copyTo(shifted(cv::Rect(0, img.rows - dy, img.cols - dx, dy)));
+    if (dx && dy) img(cv::Rect(0, 0, dx, dy)).copyTo(shifted(cv::Rect(img.cols - dx, img.rows - dy, dx, dy)));
+    cv::Mat noise(img.size(), CV_8UC3);
+    cv::RNG rng(std::uint64_t(i) * 31 + 7);
+    rng.fill(noise, cv::RNG::UNIFORM, 0, 5);
+    cv::add(shifted, noise, shifted, cv::noArray(), CV_8UC3);
+    return shifted;
+  };
+  bool need = false;
+  for (const auto& p : inputs) need = need || !fs::exists(p, ec);
+  if (need) {
+    std::vector<std::thread> makers;
+    for (int sc = 0; sc < scenes; ++sc) makers.emplace_back([&, sc] { scene[sc] = synthetic_photo(height, width, sc); });
+    for (auto& t : makers) t.join();
+  }
   std::atomic<int> next{0};
   std::vector<std::thread> gen;
   std::atomic<bool> gen_failed{false};
@@ -166,7 +194,7 @@ int run_bench(const cli_options& o, std::ostream& out, std::ostream& err) {
         std::error_code e;
         if (fs::exists(inputs[i], e)) continue;
         const fs::path temp = inputs[i].string() + ".part" + ext;
-        if (!cv::imwrite(temp.string(), synthetic_photo(height, width, i), gen_params)) gen_failed = true;
+        if (!cv::imwrite(temp.string(), photo_for(i), gen_params)) gen_failed = true;
         fs::rename(temp, inputs[i], e);
       }
     });

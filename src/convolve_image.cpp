@@ -260,40 +260,52 @@ std::vector<convolver::jpeg_output> convolver::run_gpu_jpegs(const std::vector<j
   }
   if (!g.jpeg->decode(inputs)) return out;  // every file falls back to the CPU decoder
   clock.mark(&stage_times::decode);
-  const int depth = output_cv_depth(settings_.depth, CV_8U);
-  for (std::size_t i = 0; i < batch.size(); ++i) {
-    pipeline::stored_image in;
-    in.data = inputs[i].planes;
-    in.type = pipeline::sample::u8;
-    in.height = batch[i].height;
-    in.width = batch[i].width;
-    in.channels = 3;
-    in.at = pipeline::layout::planar(in.height, in.width);
-    const auto [oh, ow] = g.pixels.output_size(in.height, in.width);
-    jpeg_output& o = out[i];
-    o.decoded = true;
-    if (batch[i].encode && depth == CV_8U) {
-      const pipeline::gpu_result r = g.pixels.run(in, pipeline::sample::u8, pipeline::layout::planar(oh, ow));
-      clock.mark(&stage_times::convolve);
-      o.image.clipped = r.clipped;
-      o.encoded = g.jpeg->encode_bgr(static_cast<const unsigned char*>(g.pixels.output()), int(oh), int(ow),
-                                     settings_.codec.jpeg_quality)
-                      .bytes;
-      clock.mark(&stage_times::encode);
-    } else {
-      const pipeline::gpu_result r = g.pixels.run(in, sample_of(depth), pipeline::layout::interleaved(ow, 3));
-      clock.mark(&stage_times::convolve);
-      o.image.image.create(int(oh), int(ow), CV_MAKETYPE(depth, 3));
-      g.pixels.download(o.image.image.data, o.image.image.total() * o.image.image.elemSize());
-      clock.mark(&stage_times::download);
-      o.image.clipped = r.clipped;
-    }
-  }
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    out[i] = run_gpu_decoded(inputs[i].planes, batch[i].height, batch[i].width, batch[i].encode, times);
 #else
   (void)batch;
   (void)times;
 #endif
   return out;
+}
+
+convolver::jpeg_output convolver::run_gpu_decoded(const unsigned char* planes, int height, int width, bool encode,
+                                                  stage_times* times) {
+  jpeg_output o;
+#ifdef GPUCONV_HAVE_NVJPEG
+  gpu_stage& g = gpu();
+  stage_clock clock{times, g.pixels.stream()};
+  pipeline::stored_image in;
+  in.data = planes;
+  in.type = pipeline::sample::u8;
+  in.height = height;
+  in.width = width;
+  in.channels = 3;
+  in.at = pipeline::layout::planar(height, width);
+  const auto [oh, ow] = g.pixels.output_size(height, width);
+  const int depth = output_cv_depth(settings_.depth, CV_8U);
+  o.decoded = true;
+  if (encode && depth == CV_8U) {
+    if (!g.jpeg) g.jpeg = std::make_unique<pipeline::jpeg_gpu>(g.pixels.stream());
+    const pipeline::gpu_result r = g.pixels.run(in, pipeline::sample::u8, pipeline::layout::planar(oh, ow));
+    clock.mark(&stage_times::convolve);
+    o.image.clipped = r.clipped;
+    o.encoded = g.jpeg->encode_bgr(static_cast<const unsigned char*>(g.pixels.output()), int(oh), int(ow),
+                                   settings_.codec.jpeg_quality)
+                    .bytes;
+    clock.mark(&stage_times::encode);
+  } else {
+    const pipeline::gpu_result r = g.pixels.run(in, sample_of(depth), pipeline::layout::interleaved(ow, 3));
+    clock.mark(&stage_times::convolve);
+    o.image.image.create(int(oh), int(ow), CV_MAKETYPE(depth, 3));
+    g.pixels.download(o.image.image.data, o.image.image.total() * o.image.image.elemSize());
+    clock.mark(&stage_times::download);
+    o.image.clipped = r.clipped;
+  }
+#else
+  (void)planes, (void)height, (void)width, (void)encode, (void)times;
+#endif
+  return o;
 }
 
 // Float planes -> the output image: unpremultiply, out = S * conv + B (in float), merge,

@@ -107,6 +107,10 @@ class convolver {
   };
   // Decodes the batch on the GPU, convolves each image, and encodes those marked `encode`.
   std::vector<jpeg_output> run_gpu_jpegs(const std::vector<jpeg_input>& batch, stage_times* times = nullptr);
+  // One image already decoded on the GPU (planar BGR, 3 planes of height x width in device
+  // memory, complete: the decoder's stream was waited for): convolve, then encode or download.
+  jpeg_output run_gpu_decoded(const unsigned char* planes, int height, int width, bool encode,
+                              stage_times* times = nullptr);
   // nvJPEG's decoding backend ("hardware decoder", "GPU hybrid decoder"; "" without nvJPEG).
   static const char* gpu_jpeg_decoder();
   // Whether nvJPEG is built in and loads (waits for it to load).
