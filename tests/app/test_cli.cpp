@@ -178,9 +178,18 @@ TEST_CASE("CLI end to end: a good run, then the errors and their exit codes", "[
   }
   SECTION("--device auto without a GPU: a notice, then the CPU") {
     if (cuda_device_available()) SKIP("a CUDA device is present");
-    const auto r = test::run_gpuconv({in.string(), "box:3", out.string()}, dir.path());
+    const auto big = dir / "big.png";  // above the small-image rule's 2^18 pixels
+    REQUIRE(cv::imwrite(big.string(), test::test_image(480, 640, CV_8UC1, 3)));
+    const auto r = test::run_gpuconv({big.string(), "box:3", out.string()}, dir.path());
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.err, ContainsSubstring("using the CPU backend"));
+  }
+  SECTION("--device auto with a small image: the CPU, without asking for a GPU, no notice") {
+    const auto r = test::run_gpuconv({in.string(), "box:3", out.string(), "--timing"}, dir.path());
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.err, !ContainsSubstring("using the CPU backend"));
+    CHECK_THAT(r.err, !ContainsSubstring("cuda-init"));
+    CHECK_THAT(r.err, ContainsSubstring("CPU backend"));
   }
   SECTION("--device cuda without a GPU: exit 1, one line, nothing written") {
     if (cuda_device_available()) SKIP("a CUDA device is present");
