@@ -92,19 +92,26 @@ PY
 summary+=("$(grep 'device cuda:' "$out/single.txt")" "$(grep 'device cpu:' "$out/single.txt")" "$(grep '^OpenCV' "$out/single.txt")")
 summary+=("single cuda $(grep -A14 'gpuconv: timing' "$out/single.txt" | grep -E 'total|peak' | head -2 | tr -s ' ' | tr '\n' ';')")
 
-# batch benchmarks, each next to OpenCV alone and the CPU codec ceiling
+# batch benchmarks, each next to OpenCV alone and the CPU codec ceiling (GPUCONV_BATCH_STATS:
+# where each run's time went); the first 96 photos (the issue's set) and all of them
+mkdir -p "$work/bench96/in-jpeg"
+for f in $(ls "$work/bench/in-jpeg" | head -96); do ln -sf "$work/bench/in-jpeg/$f" "$work/bench96/in-jpeg/$f"; done
 for r in $(seq "$reps"); do
-  "$bin" bench --workload jpeg --images "$images" --jobs "$jobs" --device cuda --dir "$work/bench" --keep \
-    > "$out/bench-jpeg-$r.txt" 2>&1
-  summary+=("jpeg run $r: $(grep -E '^gpuconv batch' "$out/bench-jpeg-$r.txt" | tr -s ' ')")
+  for set in bench96 bench; do
+    GPUCONV_BATCH_STATS=1 "$bin" bench --workload jpeg --images "$(ls "$work/$set/in-jpeg" | wc -l)" --jobs "$jobs" \
+      --device cuda --dir "$work/$set" --keep > "$out/bench-jpeg-$set-$r.txt" 2>&1
+    summary+=("jpeg $set run $r: $(grep -E '^gpuconv batch' "$out/bench-jpeg-$set-$r.txt" | tr -s ' ')")
+  done
 done
-summary+=("jpeg ceiling/opencv (last run): $(grep -E '^(decode|OpenCV)' "$out/bench-jpeg-$reps.txt" | tr -s ' ' | tr '\n' ';')")
+summary+=("jpeg ceiling/opencv (last run): $(grep -E '^(decode|OpenCV)' "$out/bench-jpeg-bench-$reps.txt" | tr -s ' ' | tr '\n' ';')")
 for r in $(seq "$reps"); do
-  "$bin" bench --workload png --images "$png_images" --jobs "$jobs" --device cuda --dir "$work/bench" --keep \
-    > "$out/bench-png-$r.txt" 2>&1
+  GPUCONV_BATCH_STATS=1 "$bin" bench --workload png --images "$png_images" --jobs "$jobs" --device cuda \
+    --dir "$work/bench" --keep > "$out/bench-png-$r.txt" 2>&1
   summary+=("png run $r: $(grep -E '^gpuconv batch' "$out/bench-png-$r.txt" | tr -s ' ')")
 done
 summary+=("png ceiling/opencv (last run): $(grep -E '^(decode|OpenCV)' "$out/bench-png-$reps.txt" | tr -s ' ' | tr '\n' ';')")
 
 echo "==== gpu-app-check summary ($(cat "$out/gpu.txt")) ===="
-printf '%s\n' "${summary[@]}"
+printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
+# the device tool returns few files: everything but the summary in one archive
+(cd "$out" && tar -czf logs.tgz --exclude logs.tgz --exclude summary.txt . && find . -type f ! -name logs.tgz ! -name summary.txt -delete)

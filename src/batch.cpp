@@ -136,6 +136,36 @@ int gpu_workers() {
   return 3;
 }
 
+// GPUCONV_BATCH_STATS=1: seconds each stage's threads spent working and waiting, summed over
+// the threads, printed at the end (where a batch's time goes, for tuning).
+struct stage_stats {
+  enum slot { read, cpu_decode, push_decoded, gpu_decode, push_staged, compute, encode, write, wait_write, count };
+  static constexpr const char* names[count] = {"read (bytes)",      "read+decode (CPU)", "decoders blocked",
+                                               "GPU decode stage",  "decode blocked",    "compute workers",
+                                               "encode+write",      "write+fsync",       "writers idle"};
+  bool on = [] {
+    const char* e = std::getenv("GPUCONV_BATCH_STATS");
+    return e && *e == '1';
+  }();
+  std::atomic<long long> ns[count] = {};
+  struct scope {
+    stage_stats& s;
+    slot k;
+    std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+    ~scope() {
+      if (s.on)
+        s.ns[k] += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    }
+  };
+  scope time(slot k) { return scope{*this, k}; }
+  void print(std::ostream& log) const {
+    if (!on) return;
+    log << "gpuconv: batch stage seconds (summed over threads):";
+    for (int k = 0; k < count; ++k) log << " " << names[k] << " " << std::fixed << std::setprecision(2) << ns[k] * 1e-9 << ";";
+    log << "\n";
+  }
+};
+
 bool has_extension(const fs::path& p, const std::vector<std::string>& extensions) {
   const std::string ext = to_lower(p.extension().string());
   return std::find(extensions.begin(), extensions.end(), ext) != extensions.end();
@@ -236,6 +266,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
 
   std::atomic<bool> stop{false};
   std::atomic<int> finished{0};
+  stage_stats stats;
   auto record_failure = [&](std::size_t i, const std::string& why) {
     std::lock_guard lock(report_mutex);
     ++report.failed;
@@ -275,16 +306,24 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
         // until then the CPU decodes them, so that its start-up costs no throughput
         if (c && is_jpeg_name(items[i].input) &&
             (settings.decoder == jpeg_decoder::gpu ? c->gpu_jpeg() : c->gpu_jpeg_ready())) {
-          std::vector<unsigned char> bytes = read_image_bytes(items[i].input);
-          const pipeline::jpeg_header h = pipeline::jpeg_headers(bytes.data(), bytes.size());
+          std::vector<unsigned char> bytes;
+          pipeline::jpeg_header h;
+          {
+            auto t = stats.time(stage_stats::read);
+            bytes = read_image_bytes(items[i].input);
+            h = pipeline::jpeg_headers(bytes.data(), bytes.size());
+          }
           if (h.gpu_decodable()) {
+            auto t = stats.time(stage_stats::push_decoded);
             decoded.push(work{i, jpeg_file{std::move(bytes), h}});
             continue;
           }
           m = read_image(items[i].input);  // progressive, gray, CMYK, damaged, ...: libjpeg as always
         } else {
+          auto t = stats.time(stage_stats::cpu_decode);
           m = read_image(items[i].input);
         }
+        auto t = stats.time(stage_stats::push_decoded);
         if (c && !gpu)
           decoded.push(work{i, to_planes(m, settings.alpha)});
         else
@@ -320,6 +359,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
             stream = std::make_unique<cuda_stream>();
             nvjpeg = std::make_unique<pipeline::jpeg_gpu>(stream->get());
           }
+          auto t = stats.time(stage_stats::gpu_decode);
           if (nvjpeg->decode(inputs))
             for (auto& [w, buffer] : leases) {
               const auto& h = std::get<jpeg_file>(w->image).header;
@@ -330,6 +370,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
         // nvJPEG or the pool failed: the CPU decodes these files in the workers
       }
       leases.clear();
+      auto t = stats.time(stage_stats::push_staged);
       for (work& w : batch) staged.push(std::move(w));
     }
 #endif
@@ -360,6 +401,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
     }
     while (auto w = to_compute.pop()) {
       if (interrupted()) continue;  // drain: the decoders are stopping
+      auto t = stats.time(stage_stats::compute);
       try {
         if (!cw) {
           // --io-only: nothing to do
@@ -385,13 +427,20 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   };
   auto encoder = [&] {
     yield_to_compute();
-    while (auto w = convolved.pop()) {
+    for (;;) {
+      std::optional<work> w;
+      {
+        auto t = stats.time(stage_stats::wait_write);
+        w = convolved.pop();
+      }
+      if (!w) break;
       if (interrupted()) continue;
       const batch_item& item = items[w->index];
       try {
         cv::Mat out;
         long long clipped = 0;
         std::vector<unsigned char> encoded;
+        auto t_encode = stats.time(stage_stats::encode);
         if (auto* p = std::get_if<planar_image>(&w->image)) {
           output_image o = from_planes(*p, settings);
           out = std::move(o.image);
@@ -408,14 +457,17 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
         w->image = cv::Mat();  // free the planes before encoding
         const bool overwrite = options.existing == existing_policy::overwrite;
         std::error_code ec;
-        if (!encoded.empty()) {
+        if (encoded.empty()) {
+          check_output_format(item.output, out.depth(), out.channels());
+          encoded = encode_output(item.output, out, options.codec);
+          out = cv::Mat();
+        } else {
           check_output_format(item.output, CV_8U, 3);
+        }
+        {
+          auto t = stats.time(stage_stats::write);
           fs::create_directories(item.output.parent_path(), ec);
           write_bytes_atomic(item.output, encoded, overwrite);
-        } else {
-          check_output_format(item.output, out.depth(), out.channels());
-          fs::create_directories(item.output.parent_path(), ec);
-          write_output(item.output, out, overwrite, options.codec);
         }
         std::lock_guard lock(report_mutex);
         ++report.done;
@@ -468,6 +520,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   all_done = true;
   if (progress_thread.joinable()) progress_thread.join();
 
+  stats.print(log);
   report.interrupted = interrupted();
   report.not_processed = report.total - report.done - report.skipped - report.failed;
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
