@@ -1,6 +1,7 @@
 #include "gpu_convolver.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -11,6 +12,16 @@ namespace {
 
 // Staging chunks: the host copy into one half overlaps the DMA of the other.
 constexpr std::size_t chunk_bytes = std::size_t(8) << 20;
+
+// GPUCONV_STAGING=direct: copy from and to the caller's pageable memory with plain
+// cudaMemcpy (the driver's own staging) instead of ours, for comparison.
+bool direct_copies() {
+  static const bool direct = [] {
+    const char* e = std::getenv("GPUCONV_STAGING");
+    return e && std::string(e) == "direct";
+  }();
+  return direct;
+}
 
 template <typename T>
 void grow(device_buffer<T>& b, std::size_t count) {
@@ -69,7 +80,8 @@ stored_image gpu_convolver::upload(const void* host, sample type, int height, in
   unsigned char* device = static_cast<unsigned char*>(input_buffer(bytes));
   const auto* src = static_cast<const unsigned char*>(host);
   int k = 0;
-  for (std::size_t offset = 0; offset < bytes; offset += chunk_bytes, k ^= 1) {
+  if (direct_copies()) GPUCONV_CUDA(cudaMemcpyAsync(device, src, bytes, cudaMemcpyHostToDevice, stream()));
+  for (std::size_t offset = 0; !direct_copies() && offset < bytes; offset += chunk_bytes, k ^= 1) {
     const std::size_t n = std::min(chunk_bytes, bytes - offset);
     void* staging = staging_[k].reserve(chunk_bytes);
     GPUCONV_CUDA(cudaEventSynchronize(staged_[k]));  // its previous DMA is done
@@ -133,6 +145,11 @@ gpu_result gpu_convolver::run(const stored_image& in, sample out_type, layout ou
 void gpu_convolver::download(void* host, std::size_t bytes) {
   const auto* device = static_cast<const unsigned char*>(output_.data());
   auto* dst = static_cast<unsigned char*>(host);
+  if (direct_copies()) {
+    GPUCONV_CUDA(cudaMemcpyAsync(dst, device, bytes, cudaMemcpyDeviceToHost, stream()));
+    GPUCONV_CUDA(cudaStreamSynchronize(stream()));
+    return;
+  }
   // chunk k goes to staging k % 2; the host copy of chunk k - 1 runs while chunk k's DMA does
   std::size_t pending_offset = 0, pending_n = 0;
   int k = 0, pending_k = 0;

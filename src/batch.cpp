@@ -124,7 +124,7 @@ struct work {
 // (H100, 12 MP: 1.3-2.3 ms an image in batches of 7-8, 6.5 ms alone).
 constexpr std::size_t gpu_batch = 8;
 // Decoded images waiting for a compute worker.
-constexpr std::size_t staged_images = 8;
+constexpr std::size_t staged_images = 16;
 
 // Compute workers on the GPU, each with its own stream, plans and codec states, so that one
 // image's copies, decode and encode overlap another's kernels. GPUCONV_GPU_WORKERS overrides.
@@ -261,7 +261,10 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   const int jobs = options.jobs > 0 ? options.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
   {
     std::lock_guard lock(report_mutex);
-    for (const auto& f : report.failures) log << "gpuconv: " << f.reason << "\n";
+    for (auto& f : report.failures) {
+      f.reason = printable(f.reason);
+      log << "gpuconv: " << f.reason << "\n";
+    }
   }
 
   std::atomic<bool> stop{false};
@@ -270,9 +273,9 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   auto record_failure = [&](std::size_t i, const std::string& why) {
     std::lock_guard lock(report_mutex);
     ++report.failed;
-    report.failures.push_back({items[i].input.string(), why});
+    report.failures.push_back({items[i].input.string(), printable(why)});
     if (progress) log << "\r\033[K";
-    log << "gpuconv: " << why << "\n";
+    log << "gpuconv: " << printable(why) << "\n";
     if (options.stop_on_error) stop = true;
     ++finished;
   };

@@ -36,4 +36,35 @@ struct output_error : error {
   explicit output_error(const std::string& what) : error(what, exit_output) {}
 };
 
+// `text` safe for a terminal and for one line: valid UTF-8 is kept (file names in other
+// scripts stay readable), control characters, DEL and bytes that are not UTF-8 become \xNN
+// (a kernel file's binary bytes, a file name's raw bytes, never reach the terminal as such).
+inline std::string printable(const std::string& text) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char c = s[i];
+    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= n;
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (s[i + k] & 0xC0) == 0x80;
+    if (ok && len == 2) ok = c >= 0xC2;                                          // no overlong forms
+    if (ok && len == 3) ok = !(c == 0xE0 && s[i + 1] < 0xA0) && !(c == 0xED && s[i + 1] >= 0xA0);  // nor surrogates
+    if (ok && len == 4) ok = !(c == 0xF0 && s[i + 1] < 0x90) && !(c == 0xF4 && s[i + 1] >= 0x90) && c <= 0xF4;
+    if (ok && len == 1 && (c < 0x20 || c == 0x7F)) ok = false;
+    if (ok) {
+      out.append(text, i, len);
+      i += len;
+    } else {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+      ++i;
+    }
+  }
+  return out;
+}
+
 }  // namespace gpuconv::app

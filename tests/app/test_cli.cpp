@@ -191,6 +191,21 @@ TEST_CASE("CLI end to end: a good run, then the errors and their exit codes", "[
     CHECK_THAT(r.err, !ContainsSubstring("cuda-init"));
     CHECK_THAT(r.err, ContainsSubstring("CPU backend"));
   }
+  SECTION("a binary kernel file: the error escapes its bytes (\\xNN), none reaches the terminal raw") {
+    test::write_file(dir / "bin.txt", std::string("1 2\x01\xff\xfe\x1b[31m 3\n", 13));
+    const auto r = test::run_gpuconv({in.string(), (dir / "bin.txt").string(), out.string(), "--device", "cpu"},
+                                     dir.path());
+    CHECK(r.exit_code == exit_input);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK_THAT(r.err, ContainsSubstring("\\x01\\xff\\xfe\\x1b[31m"));
+    for (const char ch : r.err) CHECK((ch == '\n' || (static_cast<unsigned char>(ch) >= 0x20 && ch != 0x7f)));
+    CHECK_FALSE(fs::exists(out));
+  }
+  SECTION("printable keeps UTF-8 and escapes the rest") {
+    CHECK(printable("caf\xc3\xa9 \xe6\x97\xa5") == "caf\xc3\xa9 \xe6\x97\xa5");
+    CHECK(printable(std::string("a\0b\tc\x7f\xc0\xaf\xed\xa0\x80", 11)) ==
+          "a\\x00b\\x09c\\x7f\\xc0\\xaf\\xed\\xa0\\x80");
+  }
   SECTION("--device cuda without a GPU: exit 1, one line, nothing written") {
     if (cuda_device_available()) SKIP("a CUDA device is present");
     const auto r = test::run_gpuconv({in.string(), "box:3", out.string(), "--device", "cuda"}, dir.path());

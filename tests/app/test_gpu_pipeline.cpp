@@ -144,8 +144,10 @@ TEST_CASE("GPU pipeline: the CPU backend's results on the same pixels, every dep
   if (got.image.depth() == CV_32F) {
     CHECK(d.rel_l2 <= 1e-6);
   } else {
-    CHECK(d.max_abs <= 1);                    // 1 LSB where the two FFTs' fp32 roundings straddle a tie
-    CHECK(d.differing * 1000 <= d.total);
+    // 1 LSB where the two FFTs' fp32 roundings straddle a tie: rare for 8-bit values; for
+    // 16-bit ones (256x the magnitude, the same relative error) up to ~0.2% of the values
+    CHECK(d.max_abs <= 1);
+    CHECK(d.differing * (got.image.depth() == CV_16U ? 200 : 1000) <= d.total);
     CHECK(std::abs(got.clipped - expected.clipped) <= 1 + expected.clipped / 1000);
   }
 }
