@@ -21,6 +21,11 @@
 
 namespace gpuconv::pipeline {
 
+// Waits for the GPU (stream and event synchronisation) yield the CPU instead of spinning:
+// a batch keeps every core busy decoding and encoding, and a spinning wait takes one from
+// them. Call before the CUDA context is created (the first CUDA call that needs it).
+void prefer_blocking_sync();
+
 // What the application asks of every image (src/convolve_image.hpp), free of OpenCV.
 struct image_rules {
   conv::options semantics;
@@ -88,7 +93,9 @@ class gpu_convolver {
   device_buffer<unsigned long long> clipped_;
   pinned_buffer staging_[2];
   pinned_buffer clipped_host_;
-  cuda_event staged_[2];
+  // a waiting host thread sleeps instead of spinning (cudaEventBlockingSync)
+  cuda_event staged_[2]{cuda_event(cudaEventBlockingSync | cudaEventDisableTiming),
+                        cuda_event(cudaEventBlockingSync | cudaEventDisableTiming)};
 };
 
 }  // namespace gpuconv::pipeline

@@ -122,7 +122,14 @@ struct work {
 
 // JPEGs the GPU decode stage takes at once: nvJPEG's hardware decoder is faster on batches
 // (H100, 12 MP: 1.3-2.3 ms an image in batches of 7-8, 6.5 ms alone).
-constexpr std::size_t gpu_batch = 8;
+// GPUCONV_DECODE_BATCH overrides (1..64).
+std::size_t gpu_batch_size() {
+  if (const char* env = std::getenv("GPUCONV_DECODE_BATCH")) {
+    const int n = std::atoi(env);
+    if (n >= 1 && n <= 64) return std::size_t(n);
+  }
+  return 8;
+}
 // Decoded images waiting for a compute worker.
 constexpr std::size_t staged_images = 16;
 
@@ -293,6 +300,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   // The device buffers of the GPU decode stage: enough for the images waiting for a worker,
   // one a worker and one decode batch, so that no stage waits on another for a buffer forever.
   const int gpu_worker_count = gpu ? gpu_workers() : 0;
+  const std::size_t gpu_batch = gpu_batch_size();
   pipeline::device_pool decoded_on_gpu(staged_images + std::size_t(gpu_worker_count) + gpu_batch);
   bounded_queue<work> decoded{std::size_t(jobs)}, staged{staged_images}, convolved{std::size_t(jobs)};
   const bool decode_stage = gpu && c->settings().decoder != jpeg_decoder::cpu &&

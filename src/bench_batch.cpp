@@ -30,6 +30,7 @@
 #include "batch.hpp"
 #include "commands.hpp"
 #include "errors.hpp"
+#include "gpu_convolver.hpp"
 #include "image_io.hpp"
 #include "interrupt.hpp"
 
@@ -199,6 +200,7 @@ int run_bench(const cli_options& o, std::ostream& out, std::ostream& err) {
   if (gen_failed) throw output_error("bench: cannot write the generated images into '" + in_dir.string() + "'");
   if (interrupted()) return interrupt_exit_code();
 
+  pipeline::prefer_blocking_sync();
   convolve_settings s = o.settings;
   s.device = resolve_device(s.device, o.quiet, err);
   const kernel k = load_kernel(o);

@@ -18,6 +18,7 @@
 #include "fft/device/cuda_check.hpp"
 #include "image_io.hpp"
 #include "interrupt.hpp"
+#include "gpu_convolver.hpp"
 #include "jpeg_header.hpp"
 #include "kernel_io.hpp"
 #include "named_kernels.hpp"
@@ -126,7 +127,7 @@ int run_convolve(const cli_options& o, std::ostream& err) {
       const auto t0 = clock_type::now();
       try {
         have_device = cuda_device_available();
-        if (have_device) GPUCONV_CUDA(cudaFree(nullptr));
+        if (have_device) pipeline::gpu_convolver::warm_up();
 #ifdef GPUCONV_HAVE_NVJPEG
         if (have_device && jpeg_candidate) (void)pipeline::nvjpeg_library();
 #endif
@@ -240,6 +241,7 @@ int run_convolve(const cli_options& o, std::ostream& err) {
 }
 
 int run_batch_command(const cli_options& o, std::ostream& err) {
+  pipeline::prefer_blocking_sync();  // before anything (nvJPEG's loader too) creates the context
   std::optional<convolver> c;
   if (!o.batch.io_only) {
     kernel k = load_kernel(o);

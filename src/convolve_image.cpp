@@ -122,7 +122,7 @@ convolver::~convolver() = default;
 convolver::convolver(convolver&&) noexcept = default;
 
 void convolver::warm_up() const {
-  if (settings_.device == conv::backend::cuda) GPUCONV_CUDA(cudaFree(nullptr));
+  if (settings_.device == conv::backend::cuda) pipeline::gpu_convolver::warm_up();
 }
 
 std::size_t convolver::cached_plans() const { return cpu_plans_.size(); }

@@ -58,6 +58,7 @@ class cuda_stream {
 class cuda_event {
  public:
   cuda_event() { GPUCONV_CUDA(cudaEventCreate(&event_)); }
+  explicit cuda_event(unsigned flags) { GPUCONV_CUDA(cudaEventCreateWithFlags(&event_, flags)); }
   cuda_event(const cuda_event&) = delete;
   cuda_event& operator=(const cuda_event&) = delete;
   ~cuda_event() { cudaEventDestroy(event_); }
