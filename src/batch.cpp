@@ -427,7 +427,16 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
         } else {
           // a JPEG the GPU did not decode: libjpeg decodes it (and reports damage) as always
           if (std::holds_alternative<jpeg_file>(w->image)) w->image = read_image(items[w->index].input);
-          w->image = cw->run_gpu(std::get<cv::Mat>(w->image));
+          const cv::Mat& m = std::get<cv::Mat>(w->image);
+          if (is_jpeg_name(items[w->index].output)) {  // encoded on the GPU once nvJPEG is ready
+            convolver::jpeg_output o = cw->run_gpu_to_jpeg(m);
+            if (!o.encoded.empty())
+              w->image = encoded_file{std::move(o.encoded), o.image.clipped};
+            else
+              w->image = std::move(o.image);
+          } else {
+            w->image = cw->run_gpu(m);
+          }
         }
         convolved.push(std::move(*w));
       } catch (const std::exception& e) {

@@ -269,6 +269,27 @@ std::vector<convolver::jpeg_output> convolver::run_gpu_jpegs(const std::vector<j
   return out;
 }
 
+convolver::jpeg_output convolver::run_gpu_to_jpeg(const cv::Mat& image) {
+  jpeg_output o;
+  o.decoded = true;
+#ifdef GPUCONV_HAVE_NVJPEG
+  if (image.type() == CV_8UC3 && output_cv_depth(settings_.depth, CV_8U) == CV_8U && gpu_jpeg_ready()) {
+    gpu_stage& g = gpu();
+    if (!g.jpeg) g.jpeg = std::make_unique<pipeline::jpeg_gpu>(g.pixels.stream());
+    const pipeline::layout in_at{3, 1, (long long)(image.step / image.elemSize1())};
+    const pipeline::stored_image in = g.pixels.upload(image.data, pipeline::sample::u8, image.rows, image.cols, 3, in_at);
+    const auto [oh, ow] = g.pixels.output_size(image.rows, image.cols);
+    o.image.clipped = g.pixels.run(in, pipeline::sample::u8, pipeline::layout::planar(oh, ow)).clipped;
+    o.encoded = g.jpeg->encode_bgr(static_cast<const unsigned char*>(g.pixels.output()), int(oh), int(ow),
+                                   settings_.codec.jpeg_quality)
+                    .bytes;
+    return o;
+  }
+#endif
+  o.image = run_gpu(image);
+  return o;
+}
+
 convolver::jpeg_output convolver::run_gpu_decoded(const unsigned char* planes, int height, int width, bool encode,
                                                   stage_times* times) {
   jpeg_output o;

@@ -107,6 +107,9 @@ class convolver {
   };
   // Decodes the batch on the GPU, convolves each image, and encodes those marked `encode`.
   std::vector<jpeg_output> run_gpu_jpegs(const std::vector<jpeg_input>& batch, stage_times* times = nullptr);
+  // A decoded image whose output is a JPEG: on the GPU, and encoded there when nvJPEG is
+  // ready and the output is 8-bit BGR (else as run_gpu, encoded by the caller).
+  jpeg_output run_gpu_to_jpeg(const cv::Mat& image);
   // One image already decoded on the GPU (planar BGR, 3 planes of height x width in device
   // memory, complete: the decoder's stream was waited for): convolve, then encode or download.
   jpeg_output run_gpu_decoded(const unsigned char* planes, int height, int width, bool encode,

@@ -213,4 +213,15 @@ TEST_CASE("GPU JPEG: nvJPEG decode + convolve + encode, against libjpeg and the 
   const double psnr = cv::PSNR(back, out[0].image.image);
   INFO("GPU-encoded (quality 95) against the unencoded result: PSNR " << psnr << " dB");
   CHECK(psnr > 38);
+
+  // a CPU-decoded image with a JPEG output: convolved and encoded on the GPU
+  gpu.start_gpu_jpeg();
+  REQUIRE(gpu.gpu_jpeg_ready());
+  const cv::Mat libjpeg = cv::imdecode(files[0], cv::IMREAD_UNCHANGED);
+  const convolver::jpeg_output from_host = gpu.run_gpu_to_jpeg(libjpeg);
+  REQUIRE_FALSE(from_host.encoded.empty());
+  const cv::Mat back2 = cv::imdecode(from_host.encoded, cv::IMREAD_UNCHANGED);
+  const double psnr2 = cv::PSNR(back2, gpu.run_gpu(libjpeg).image);
+  INFO("run_gpu_to_jpeg against run_gpu: PSNR " << psnr2 << " dB");
+  CHECK(psnr2 > 38);
 }
