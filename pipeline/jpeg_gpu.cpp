@@ -40,11 +40,17 @@ struct nvjpeg_api {
   nvjpegHandle_t decode_handle = nullptr;  // hardware backend where there is one
   nvjpegHandle_t encode_handle = nullptr;  // default backend
   const char* backend = "none";
-  // One decoder state for the process, used by one worker at a time: a batch of 8 photos
-  // decodes in ~10 ms on the hardware decoder, while creating a state costs 0.3-0.5 s.
-  nvjpegJpegState_t decoder = nullptr;
-  std::mutex decoder_mutex;
-  int decoder_batch = 0;  // the batch size the decoder state was initialised for
+  // Decoder states for the process, each used by one thread at a time (creating one costs
+  // 0.3-0.9 s on the H100). The first is made with the handles; the second afterwards, in
+  // the background loader, so that two decode stages keep the hardware decoder busier.
+  struct decoder_state {
+    nvjpegJpegState_t state = nullptr;
+    std::mutex mutex;
+    int batch = 0;  // the batch size the state was initialised for
+    std::atomic<bool> ready{false};
+  };
+  static constexpr int max_decoders = 2;
+  decoder_state decoders[max_decoders];
 };
 
 nvjpeg_api api;
@@ -172,7 +178,8 @@ void load() {
   bool state_ok = false;
   if (api.decode_handle) {
     debug_timer ts{"decoder state", -1};
-    state_ok = api.nvjpegJpegStateCreate(api.decode_handle, &api.decoder) == NVJPEG_STATUS_SUCCESS;
+    state_ok = api.nvjpegJpegStateCreate(api.decode_handle, &api.decoders[0].state) == NVJPEG_STATUS_SUCCESS;
+    api.decoders[0].ready = state_ok;
   }
   encoder_thread.join();
   if (!api.decode_handle || !state_ok) {
@@ -211,7 +218,17 @@ void nvjpeg_load_in_background() {
   };
   static loader l;
   static std::once_flag started;
-  std::call_once(started, [] { l.thread = std::thread(load_once); });
+  std::call_once(started, [] {
+    l.thread = std::thread([] {
+      load_once();
+      if (!status.available) return;
+      for (int k = 1; k < nvjpeg_api::max_decoders; ++k) {  // the further states, once the first is in use
+        debug_timer ts{"further decoder state", k};
+        if (api.nvjpegJpegStateCreate(api.decode_handle, &api.decoders[k].state) == NVJPEG_STATUS_SUCCESS)
+          api.decoders[k].ready = true;
+      }
+    });
+  });
 }
 
 bool nvjpeg_ready() { return loaded && status.available; }
@@ -239,15 +256,26 @@ jpeg_gpu::~jpeg_gpu() = default;
 bool jpeg_gpu::decode(const std::vector<input>& batch) {
   if (batch.empty()) return true;
   const int n = int(batch.size());
-  std::lock_guard lock(api.decoder_mutex);
-  if (api.decoder_batch != n) {
+  // a free decoder state, else wait for the first
+  nvjpeg_api::decoder_state* d = nullptr;
+  std::unique_lock<std::mutex> lock;
+  for (auto& candidate : api.decoders)
+    if (candidate.ready && (lock = std::unique_lock(candidate.mutex, std::try_to_lock))) {
+      d = &candidate;
+      break;
+    }
+  if (!d) {
+    d = &api.decoders[0];
+    lock = std::unique_lock(d->mutex);
+  }
+  if (d->batch != n) {
     debug_timer t{"batched decode initialised", n};
-    if (api.nvjpegDecodeBatchedInitialize(api.decode_handle, api.decoder, n, 1, NVJPEG_OUTPUT_BGR) !=
+    if (api.nvjpegDecodeBatchedInitialize(api.decode_handle, d->state, n, 1, NVJPEG_OUTPUT_BGR) !=
         NVJPEG_STATUS_SUCCESS) {
-      api.decoder_batch = 0;
+      d->batch = 0;
       return false;
     }
-    api.decoder_batch = n;
+    d->batch = n;
   }
   std::vector<const unsigned char*> data(n);
   std::vector<std::size_t> sizes(n);
@@ -263,11 +291,11 @@ bool jpeg_gpu::decode(const std::vector<input>& batch) {
     }
   }
   debug_timer t{"batched decode", n};
-  const nvjpegStatus_t st = api.nvjpegDecodeBatched(api.decode_handle, api.decoder, data.data(), sizes.data(),
+  const nvjpegStatus_t st = api.nvjpegDecodeBatched(api.decode_handle, d->state, data.data(), sizes.data(),
                                                     out.data(), s_->stream);
   const cudaError_t sync = cudaStreamSynchronize(s_->stream);  // the state is free again once this returns
   if (st != NVJPEG_STATUS_SUCCESS) {
-    api.decoder_batch = 0;  // a failed batch needs the decoder re-initialised
+    d->batch = 0;  // a failed batch needs the state re-initialised
     return false;
   }
   if (sync != cudaSuccess) throw std::runtime_error(std::string("nvJPEG decode: ") + cudaGetErrorString(sync));

@@ -114,4 +114,5 @@ summary+=("png ceiling/opencv (last run): $(grep -E '^(decode|OpenCV)' "$out/ben
 echo "==== gpu-app-check summary ($(cat "$out/gpu.txt")) ===="
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
 # the device tool returns few files: everything but the summary in one archive
-(cd "$out" && tar -czf logs.tgz --exclude logs.tgz --exclude summary.txt . && find . -type f ! -name logs.tgz ! -name summary.txt -delete)
+tar -C "$out" -czf "$work/logs.tgz" --exclude summary.txt . && find "$out" -type f ! -name summary.txt -delete &&
+  mv "$work/logs.tgz" "$out/"

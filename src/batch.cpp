@@ -130,6 +130,15 @@ std::size_t gpu_batch_size() {
   }
   return 8;
 }
+// GPU decode stages (threads), each taking one of nvJPEG's decoder states when free.
+// GPUCONV_DECODE_STAGES overrides (1..2).
+int decode_stage_count() {
+  if (const char* env = std::getenv("GPUCONV_DECODE_STAGES")) {
+    const int n = std::atoi(env);
+    if (n >= 1 && n <= 2) return n;
+  }
+  return 2;
+}
 // Decoded images waiting for a compute worker.
 constexpr std::size_t staged_images = 16;
 
@@ -301,7 +310,8 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   // one a worker and one decode batch, so that no stage waits on another for a buffer forever.
   const int gpu_worker_count = gpu ? gpu_workers() : 0;
   const std::size_t gpu_batch = gpu_batch_size();
-  pipeline::device_pool decoded_on_gpu(staged_images + std::size_t(gpu_worker_count) + gpu_batch);
+  const int decode_stages = decode_stage_count();
+  pipeline::device_pool decoded_on_gpu(staged_images + std::size_t(gpu_worker_count) + decode_stages * gpu_batch);
   bounded_queue<work> decoded{std::size_t(jobs)}, staged{staged_images}, convolved{std::size_t(jobs)};
   const bool decode_stage = gpu && c->settings().decoder != jpeg_decoder::cpu &&
                             std::any_of(items.begin(), items.end(), [](const batch_item& it) { return is_jpeg_name(it.input); });
@@ -345,10 +355,11 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
     }
     if (--decoders_left == 0) decoded.close();
   };
-  // The GPU's JPEG decode stage (one thread, nvJPEG's one decoder state): batches of JPEGs
+  // The GPU's JPEG decode stages (threads, each with one of nvJPEG's decoder states): batches of JPEGs
   // from the decoders' queue decoded into device buffers of the pool; everything else passes
   // through. A batch nvJPEG refuses goes on undecoded (the CPU decodes it in the worker).
   if (decode_stage) c->start_gpu_jpeg();
+  std::atomic<int> decode_stages_left{decode_stages};
   auto gpu_decoder = [&] {
 #ifdef GPUCONV_HAVE_NVJPEG
     std::unique_ptr<cuda_stream> stream;
@@ -385,7 +396,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
       for (work& w : batch) staged.push(std::move(w));
     }
 #endif
-    staged.close();
+    if (--decode_stages_left == 0) staged.close();
   };
 
   // Compute workers: one per convolver (a plan is not thread-safe). On the GPU several
@@ -530,7 +541,8 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
 
   std::vector<std::thread> threads;
   for (int j = 0; j < jobs; ++j) threads.emplace_back(decoder);
-  if (decode_stage) threads.emplace_back(gpu_decoder);
+  if (decode_stage)
+    for (int k = 0; k < decode_stages; ++k) threads.emplace_back(gpu_decoder);
   if (workers.empty())
     threads.emplace_back(compute, nullptr);
   else
