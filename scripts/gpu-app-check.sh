@@ -7,15 +7,19 @@
 #   4. one 12 MP JPEG: wall time and --timing breakdown (cuda, cpu), OpenCV in Python beside it
 #   5. gpuconv bench --workload jpeg and --workload png (each next to OpenCV alone), REPS runs
 # Logs under $OUT (or ./gpu-app-logs); a short table last.
-#   scripts/gpu-app-check.sh [--no-tests] [--images N] [--reps R] [--png-images N]
+#   6. --sanitize: compute-sanitizer memcheck, racecheck, synccheck over the [pipeline] tests
+#      (the pipeline's kernels and nvJPEG calls), each to completion
+#   scripts/gpu-app-check.sh [--no-tests] [--sanitize] [--no-bench] [--images N] [--reps R] [--png-images N]
 set -uo pipefail
 bin=${GPUCONV_BIN:-build-portable/apps/gpuconv}
 tests=${GPUCONV_APP_TESTS:-build-portable/tests/gpuconv_app_tests}
 out=${OUT:-$PWD/gpu-app-logs}
-images=96 reps=3 png_images=256 run_tests=1 jobs=$(nproc)
+images=96 reps=3 png_images=256 run_tests=1 sanitize=0 bench=1 jobs=$(nproc)
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-tests) run_tests=0 ;;
+    --sanitize) sanitize=1 ;;
+    --no-bench) bench=0 ;;
     --images) images=$2; shift ;;
     --reps) reps=$2; shift ;;
     --png-images) png_images=$2; shift ;;
@@ -36,6 +40,17 @@ if [ "$run_tests" = 1 ]; then
   grep -E "FAILED|failed" "$out/app-tests.log" | head -20
   bash scripts/gpu-cli-check.sh "$bin" > "$out/cli-check.log" 2>&1
   summary+=("gpu-cli-check (CUDA vs CPU over data/, --decoder cpu): rc=$? $(grep -c identical "$out/cli-check.log") identical, $(grep -c differ "$out/cli-check.log") differ")
+fi
+
+if [ "$sanitize" = 1 ]; then
+  for tool in memcheck racecheck synccheck; do
+    compute-sanitizer --tool "$tool" --error-exitcode 99 "$tests" "[pipeline]" > "$out/sanitize-$tool.log" 2>&1
+    summary+=("compute-sanitizer $tool over [pipeline]: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|test cases|All tests passed' "$out/sanitize-$tool.log" | tr '\n' ' ')")
+  done
+fi
+if [ "$bench" = 0 ]; then
+  printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
+  exit 0
 fi
 
 # the photos, generated once by the bench (kept for the later runs)

@@ -109,7 +109,7 @@ TEST_CASE("jpeg_header: which JPEGs the GPU decoder is given", "[app]") {
 }
 
 TEST_CASE("GPU pipeline: the CPU backend's results on the same pixels, every depth, alpha rule and mode",
-          "[app][gpu]") {
+          "[app][gpu][pipeline]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
   struct image_case {
     int type;
@@ -169,7 +169,7 @@ TEST_CASE("GPU pipeline: 12 MP RGB through run_gpu equals the CPU backend", "[ap
   CHECK(d.differing * 1000 <= d.total);
 }
 
-TEST_CASE("GPU JPEG: nvJPEG decode + convolve + encode, against libjpeg and the CPU path", "[app][gpu]") {
+TEST_CASE("GPU JPEG: nvJPEG decode + convolve + encode, against libjpeg and the CPU path", "[app][gpu][pipeline]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
   const kernel k = make_kernel(5, 5, 8, 1.0);
   convolve_settings s;
