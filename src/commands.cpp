@@ -215,7 +215,7 @@ int run_convolve(const cli_options& o, std::ostream& err) {
       if (cuda) {
         convolver::stage_times times;
         result = c->run_gpu(image, o.timing ? &times : nullptr);
-        timer.add("upload", times.upload, "pinned staging");
+        timer.add("upload", times.upload, "from pageable memory");
         timer.add("convolve", times.convolve, "GPU, narrow samples in and out");
         timer.add("download", times.download, "pinned staging");
         timer.mark("(rest)", "host work between the stages");
