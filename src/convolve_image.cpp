@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -87,12 +88,30 @@ pipeline::alpha_rule rule_of(alpha_mode a) {
                                       : pipeline::alpha_rule::keep;
 }
 
-conv::plan_options cpu_options(const convolve_settings& s) {
+// The plans of run(): the CPU backend, or on CUDA the plan's own host-buffer path (bands of
+// rows under its memory cap) for images too large for the GPU stage.
+conv::plan_options host_buffer_options(const convolve_settings& s) {
   conv::plan_options o;
   o.semantics = s.semantics;
-  o.device = conv::backend::cpu;
+  o.device = s.device == conv::backend::cuda ? conv::backend::cuda : conv::backend::cpu;
   o.threads = s.threads;
   return o;
+}
+
+// Device bytes the GPU stage needs for an image: the stored input and output and the float
+// planes before and after the convolution.
+std::size_t gpu_stage_bytes(const cv::Mat& image, long long out_h, long long out_w, int out_bytes) {
+  const std::size_t c = std::size_t(image.channels());
+  return std::size_t(image.total()) * c * (image.elemSize1() + 4) + std::size_t(out_h) * out_w * c * (4 + out_bytes);
+}
+
+// What one image may take on the device in the GPU stage: a quarter of the free memory (the
+// batch runs three workers and the decode pool beside them), or $GPUCONV_GPU_IMAGE_BUDGET.
+std::size_t gpu_image_budget() {
+  if (const char* e = std::getenv("GPUCONV_GPU_IMAGE_BUDGET"); e && *e) return std::size_t(std::strtoull(e, nullptr, 10));
+  std::size_t free_bytes = 0, total = 0;
+  if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) return 0;
+  return free_bytes / 4;
 }
 
 }  // namespace
@@ -117,7 +136,7 @@ struct convolver::gpu_stage {
 };
 
 convolver::convolver(kernel k, const convolve_settings& settings)
-    : kernel_(std::move(k)), settings_(settings), cpu_plans_(kernel_.values, kernel_.height, kernel_.width, cpu_options(settings)) {}
+    : kernel_(std::move(k)), settings_(settings), host_plans_(kernel_.values, kernel_.height, kernel_.width, host_buffer_options(settings)) {}
 convolver::~convolver() = default;
 convolver::convolver(convolver&&) noexcept = default;
 
@@ -125,7 +144,7 @@ void convolver::warm_up() const {
   if (settings_.device == conv::backend::cuda) pipeline::gpu_convolver::warm_up();
 }
 
-std::size_t convolver::cached_plans() const { return cpu_plans_.size(); }
+std::size_t convolver::cached_plans() const { return host_plans_.size(); }
 
 convolver::gpu_stage& convolver::gpu() {
   if (!gpu_) gpu_ = std::make_unique<gpu_stage>(kernel_, settings_);
@@ -180,11 +199,11 @@ void convolver::run(planar_image& p) {
   const bool split = settings_.semantics.border == conv::boundary::constant && p.has_alpha &&
                      p.alpha == alpha_mode::premultiply;
   if (!split) {
-    cpu_plans_.get(p.height, p.width, p.conv_planes, v).execute(p.planes.data(), p.result.data());
+    host_plans_.get(p.height, p.width, p.conv_planes, v).execute(p.planes.data(), p.result.data());
   } else {
     const float colour_v = float(double(v) * v / alpha_max(p.input_depth));
-    cpu_plans_.get(p.height, p.width, p.colour, colour_v).execute(p.planes.data(), p.result.data());
-    cpu_plans_.get(p.height, p.width, 1, v).execute(p.planes.data() + p.colour * in_area, p.result.data() + p.colour * out_area);
+    host_plans_.get(p.height, p.width, p.colour, colour_v).execute(p.planes.data(), p.result.data());
+    host_plans_.get(p.height, p.width, 1, v).execute(p.planes.data() + p.colour * in_area, p.result.data() + p.colour * out_area);
   }
   p.planes = {};  // release the input early: the batch pipeline holds many images
 }
@@ -219,6 +238,17 @@ const char* convolver::gpu_jpeg_decoder() {
 output_image convolver::run_gpu(const cv::Mat& image, stage_times* times) {
   if (image.depth() != CV_8U && image.depth() != CV_16U && image.depth() != CV_32F)
     throw input_error("image: " + depth_name(image.depth()) + " samples are not supported");
+  const int depth = output_cv_depth(settings_.depth, image.depth());
+  {
+    const conv::geometry geo =
+        conv::make_geometry(image.rows, image.cols, kernel_.height, kernel_.width, settings_.semantics.mode);
+    if (gpu_stage_bytes(image, geo.out_h, geo.out_w, int(CV_ELEM_SIZE1(depth))) > gpu_image_budget()) {
+      // too large to hold on the GPU at once: float planes on the host, the plan's bands
+      planar_image p = to_planes(image, settings_.alpha);
+      run(p);
+      return from_planes(p, settings_);
+    }
+  }
   gpu_stage& g = gpu();
   const int channels = image.channels();
   const pipeline::layout in_at{channels, 1, (long long)(image.step / image.elemSize1())};
@@ -226,7 +256,6 @@ output_image convolver::run_gpu(const cv::Mat& image, stage_times* times) {
   const pipeline::stored_image in =
       g.pixels.upload(image.data, sample_of(image.depth()), image.rows, image.cols, channels, in_at);
   clock.mark(&stage_times::upload);
-  const int depth = output_cv_depth(settings_.depth, image.depth());
   const auto [oh, ow] = g.pixels.output_size(image.rows, image.cols);
   const pipeline::gpu_result r = g.pixels.run(in, sample_of(depth), pipeline::layout::interleaved(ow, channels));
   clock.mark(&stage_times::convolve);

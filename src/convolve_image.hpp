@@ -81,7 +81,8 @@ class convolver {
   ~convolver();
   convolver(convolver&&) noexcept;
 
-  // CPU backend: the planes of to_planes, convolved in place of p.result.
+  // The planes of to_planes convolved into p.result: the CPU backend, or (CUDA) the plan's
+  // host-buffer path, which runs an image larger than the GPU's memory in bands of rows.
   void run(planar_image& image);
 
   // Seconds per stage of run_gpu / run_gpu_jpegs, for --timing (the stream is waited for
@@ -90,7 +91,9 @@ class convolver {
     double upload = 0, decode = 0, convolve = 0, download = 0, encode = 0;
   };
   // CUDA backend: a decoded image through the GPU (pipeline::gpu_convolver), stored samples in
-  // and out; the same results as to_planes -> run -> from_planes.
+  // and out; the same results as to_planes -> run -> from_planes. An image whose buffers would
+  // take more than a quarter of the free device memory ($GPUCONV_GPU_IMAGE_BUDGET bytes if
+  // set) goes that way instead: float planes on the host, the plan's bands of rows.
   output_image run_gpu(const cv::Mat& image, stage_times* times = nullptr);
 
   // CUDA backend with nvJPEG: whether JPEGs are decoded on the GPU (settings and library).
@@ -139,7 +142,7 @@ class convolver {
   gpu_stage& gpu();
   kernel kernel_;
   convolve_settings settings_;
-  pipeline::plan_cache cpu_plans_;
+  pipeline::plan_cache host_plans_;  // run(): CPU backend, or CUDA on host buffers (bands)
   std::unique_ptr<gpu_stage> gpu_;
 };
 

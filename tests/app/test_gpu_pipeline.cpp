@@ -6,6 +6,7 @@
 #include <catch2/generators/catch_generators.hpp>
 
 #include <cmath>
+#include <cstdlib>
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -164,6 +165,23 @@ TEST_CASE("GPU pipeline: 12 MP RGB through run_gpu equals the CPU backend", "[ap
   convolver gpu(k, s);
   const output_image got = gpu.run_gpu(img);
   const diff d = compare(got.image, expected.image);
+  INFO("max |diff| " << d.max_abs << ", " << d.differing << " of " << d.total << " differ");
+  CHECK(d.max_abs <= 1);
+  CHECK(d.differing * 1000 <= d.total);
+}
+
+TEST_CASE("GPU pipeline: an image over the device budget goes through the plan's bands, same result", "[app][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  const cv::Mat img = photo(700, 900, 9);
+  const kernel k = make_kernel(9, 9, 3, 1.0);
+  convolve_settings s;
+  s.device = conv::backend::cuda;
+  convolver gpu(k, s);
+  const output_image whole = gpu.run_gpu(img);
+  ::setenv("GPUCONV_GPU_IMAGE_BUDGET", "1000000", 1);  // 1 MB: this image needs ~11 MB
+  const output_image banded = gpu.run_gpu(img);
+  ::unsetenv("GPUCONV_GPU_IMAGE_BUDGET");
+  const diff d = compare(banded.image, whole.image);
   INFO("max |diff| " << d.max_abs << ", " << d.differing << " of " << d.total << " differ");
   CHECK(d.max_abs <= 1);
   CHECK(d.differing * 1000 <= d.total);
