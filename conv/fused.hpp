@@ -7,8 +7,8 @@
 
 #include <cuda_runtime.h>
 
-#include "fft/device/buffer.hpp"
-#include "fft/thread/complex.hpp"
+#include "../fft/device/buffer.hpp"
+#include "../fft/thread/complex.hpp"
 #include "tile_map.hpp"
 
 namespace gpuconv::conv {

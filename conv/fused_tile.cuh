@@ -23,7 +23,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "fft/block/stockham.cuh"
+#include "../fft/block/stockham.cuh"
 #include "pixel.cuh"
 #include "tile_map.hpp"
 

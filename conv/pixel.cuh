@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "fft/thread/config.hpp"
+#include "../fft/thread/config.hpp"
 
 namespace gpuconv::conv {
 

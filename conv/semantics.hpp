@@ -36,7 +36,7 @@
 #include <string>
 #include <vector>
 
-#include "fft/thread/config.hpp"
+#include "../fft/thread/config.hpp"
 
 namespace gpuconv::conv {
 

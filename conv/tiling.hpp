@@ -11,7 +11,7 @@
 #pragma once
 #include <cstdint>
 
-#include "fft/thread/config.hpp"
+#include "../fft/thread/config.hpp"
 
 namespace gpuconv::conv {
 

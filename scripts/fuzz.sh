@@ -28,7 +28,7 @@ cuda_include=()
 [ -d "$cuda_home/include" ] && cuda_include=(-isystem "$cuda_home/include")
 read -r -a opencv_flags <<<"$(pkg-config --cflags opencv4)"
 flags=(-std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
-       -fno-sanitize-recover=undefined -DGPUCONV_VERSION=\"fuzz\" -Isrc -I. "${cuda_include[@]}" "${opencv_flags[@]}")
+       -fno-sanitize-recover=undefined -DGPUCONV_VERSION=\"fuzz\" -Isrc -Ipipeline -I. "${cuda_include[@]}" "${opencv_flags[@]}")
 libs=(-lopencv_imgcodecs -lopencv_core -lpthread)
 
 # the app-layer sources the parsers need, compiled once with the fuzzing instrumentation
