@@ -31,10 +31,7 @@ class device_pool {
     busy_[i] = true;
     lock.unlock();
     try {
-      if (slots_[i].size() < bytes) {
-        slots_[i] = device_buffer<unsigned char>();
-        slots_[i] = device_buffer<unsigned char>(bytes);
-      }
+      slots_[i].reserve(bytes);
     } catch (...) {
       release(i);
       throw;

@@ -32,14 +32,6 @@ bool direct_download() {
   return direct;
 }
 
-template <typename T>
-void grow(device_buffer<T>& b, std::size_t count) {
-  if (b.size() < count) {
-    b = device_buffer<T>();  // free first: the old and new buffers need not coexist
-    b = device_buffer<T>(count);
-  }
-}
-
 }  // namespace
 
 pinned_buffer::~pinned_buffer() {
@@ -88,7 +80,7 @@ std::pair<long long, long long> gpu_convolver::output_size(long long h, long lon
 }
 
 void* gpu_convolver::input_buffer(std::size_t bytes) {
-  grow(input_, bytes);
+  input_.reserve(bytes);
   return input_.data();
 }
 
@@ -124,9 +116,9 @@ gpu_result gpu_convolver::run(const stored_image& in, sample out_type, layout ou
   const bool keep = in.has_alpha() && rules_.alpha == alpha_rule::keep;
   const int planes = colour + (in.has_alpha() && !keep);
   const std::size_t in_area = std::size_t(in.height) * in.width, out_area = std::size_t(out_h) * out_w;
-  grow(planes_, in_area * planes);
-  grow(result_, out_area * planes);
-  grow(output_, std::size_t(out_at.bytes_for(out_h, out_w, in.channels, out_type)));
+  planes_.reserve(in_area * planes);
+  result_.reserve(out_area * planes);
+  output_.reserve(std::size_t(out_at.bytes_for(out_h, out_w, in.channels, out_type)));
 
   load_planes(in, rules_.alpha, planes_.data(), stream());
   // Outside a 'constant' border every channel is V; premultiplied colour is then V * V / max,

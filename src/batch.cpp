@@ -429,24 +429,25 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
           // --io-only: nothing to do
         } else if (!gpu) {
           cw->run(std::get<planar_image>(w->image));
-        } else if (auto* d = std::get_if<device_jpeg>(&w->image)) {
-          convolver::jpeg_output o = cw->run_gpu_decoded(d->planes.get(), d->height, d->width, is_jpeg_name(items[w->index].output));
-          if (!o.encoded.empty())
-            w->image = encoded_file{std::move(o.encoded), o.image.clipped};
-          else
-            w->image = std::move(o.image);
         } else {
-          // a JPEG the GPU did not decode: libjpeg decodes it (and reports damage) as always
-          if (std::holds_alternative<jpeg_file>(w->image)) w->image = read_image(items[w->index].input);
-          const cv::Mat& m = std::get<cv::Mat>(w->image);
-          if (is_jpeg_name(items[w->index].output)) {  // encoded on the GPU once nvJPEG is ready
-            convolver::jpeg_output o = cw->run_gpu_to_jpeg(m);
+          // the output image, or its bytes when the GPU encoded it (JPEG outputs)
+          auto keep = [&](convolver::jpeg_output o) {
             if (!o.encoded.empty())
               w->image = encoded_file{std::move(o.encoded), o.image.clipped};
             else
               w->image = std::move(o.image);
+          };
+          const bool jpeg_out = is_jpeg_name(items[w->index].output);
+          if (auto* d = std::get_if<device_jpeg>(&w->image)) {
+            keep(cw->run_gpu_decoded(d->planes.get(), d->height, d->width, jpeg_out));
           } else {
-            w->image = cw->run_gpu(m);
+            // a JPEG the GPU did not decode: libjpeg decodes it (and reports damage) as always
+            if (std::holds_alternative<jpeg_file>(w->image)) w->image = read_image(items[w->index].input);
+            const cv::Mat& m = std::get<cv::Mat>(w->image);
+            if (jpeg_out)
+              keep(cw->run_gpu_to_jpeg(m));  // encoded on the GPU once nvJPEG is ready
+            else
+              w->image = cw->run_gpu(m);
           }
         }
         convolved.push(std::move(*w));

@@ -277,10 +277,7 @@ std::vector<convolver::jpeg_output> convolver::run_gpu_jpegs(const std::vector<j
   stage_clock clock{times, g.pixels.stream()};
   std::size_t total = 0;
   for (const auto& b : batch) total += std::size_t(3) * b.height * b.width;
-  if (g.decoded.size() < total) {
-    g.decoded = device_buffer<unsigned char>();
-    g.decoded = device_buffer<unsigned char>(total);
-  }
+  g.decoded.reserve(total);
   std::vector<pipeline::jpeg_gpu::input> inputs;
   std::size_t offset = 0;
   for (const auto& b : batch) {

@@ -27,6 +27,14 @@ class device_buffer {
   }
   ~device_buffer() { release(); }
 
+  // At least `count` elements: reallocates (contents dropped) when smaller, the old buffer
+  // freed first so that the two need not fit the device at once.
+  void reserve(std::size_t count) {
+    if (count_ >= count) return;
+    release();
+    *this = device_buffer(count);
+  }
+
   T* data() { return data_; }
   const T* data() const { return data_; }
   std::size_t size() const { return count_; }
