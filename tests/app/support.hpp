@@ -16,6 +16,8 @@
 
 #include <opencv2/core.hpp>
 
+#include "kernel.hpp"
+
 extern char** environ;
 
 namespace gpuconv::test {
@@ -78,6 +80,21 @@ inline cv::Mat test_image(int rows, int cols, int type, std::uint64_t seed = 1) 
           img.ptr<float>(y)[x * channels + c] = float(v);
       }
   return img;
+}
+
+// A kh x kw kernel of values in [-0.3, 1) scaled to sum to `sum` (deterministic per seed).
+inline app::kernel make_kernel(int kh, int kw, std::uint64_t seed, double sum = 1.0) {
+  app::kernel k;
+  k.height = kh;
+  k.width = kw;
+  cv::RNG rng(seed);
+  double s = 0;
+  for (int i = 0; i < kh * kw; ++i) {
+    k.values.push_back(float(rng.uniform(-0.3, 1.0)));
+    s += k.values.back();
+  }
+  for (float& v : k.values) v = float(v * sum / s);
+  return k;
 }
 
 struct run_result {

@@ -25,19 +25,7 @@ using namespace gpuconv::app;
 
 namespace {
 
-kernel make_kernel(int kh, int kw, std::uint64_t seed, double positive_sum = 1.0) {
-  kernel k;
-  k.height = kh;
-  k.width = kw;
-  cv::RNG rng(seed);
-  double s = 0;
-  for (int i = 0; i < kh * kw; ++i) {
-    k.values.push_back(float(rng.uniform(-0.3, 1.0)));
-    s += k.values.back();
-  }
-  for (float& v : k.values) v = float(v * positive_sum / s);  // sums to positive_sum
-  return k;
-}
+using test::make_kernel;
 
 // Direct convolution of every channel of `img` (any depth) in double: a CV_64FC(n) image.
 cv::Mat direct(const cv::Mat& img, const kernel& k, const conv::options& o) {

@@ -21,19 +21,7 @@ using namespace gpuconv::app;
 
 namespace {
 
-kernel make_kernel(int kh, int kw, std::uint64_t seed, double sum) {
-  kernel k;
-  k.height = kh;
-  k.width = kw;
-  cv::RNG rng(seed);
-  double s = 0;
-  for (int i = 0; i < kh * kw; ++i) {
-    k.values.push_back(float(rng.uniform(-0.3, 1.0)));
-    s += k.values.back();
-  }
-  for (float& v : k.values) v = float(v * sum / s);
-  return k;
-}
+using test::make_kernel;
 
 struct diff {
   double max_abs = 0, rel_l2 = 0;
