@@ -6,7 +6,11 @@
 #include <cstdlib>
 #include <condition_variable>
 #include <cstdio>
+#include <cerrno>
+#include <cstring>
 #include <deque>
+#include <fstream>
+#include <iostream>
 #include <iomanip>
 #include <memory>
 #include <mutex>
@@ -212,13 +216,33 @@ std::vector<batch_item> plan_batch(const fs::path& in_dir, const fs::path& out_d
   const fs::path out_canonical = fs::weakly_canonical(out_dir, ec);
 
   std::vector<fs::path> inputs;
+  std::vector<batch_failure> listed_outside;  // --files-from entries that are not under IN_DIR
   auto consider = [&](const fs::directory_entry& e) {
     std::error_code e2;
     if (e.is_directory(e2) || is_temp_name(e.path()) || !has_extension(e.path(), extensions)) return;
     inputs.push_back(e.path());  // also dangling links and unreadable files: reported later
   };
   try {
-    if (options.recursive) {
+    if (!options.files_from.empty()) {
+      std::ifstream file;
+      if (options.files_from != "-") {
+        file.open(options.files_from);
+        if (!file) throw input_error("--files-from '" + options.files_from + "': cannot be read: " + std::strerror(errno));
+      }
+      std::istream& list = options.files_from == "-" ? std::cin : file;
+      const fs::path in_canonical = fs::weakly_canonical(in_dir, ec);
+      for (std::string line; std::getline(list, line);) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty()) continue;
+        const fs::path p = fs::path(line).is_absolute() ? fs::path(line) : in_dir / line;
+        const fs::path rel = fs::weakly_canonical(p, ec).lexically_relative(in_canonical);
+        if (rel.empty() || *rel.begin() == "..")
+          listed_outside.push_back({line, "input '" + line + "': listed in --files-from but not under IN_DIR '" +
+                                              in_dir.string() + "'"});
+        else
+          inputs.push_back(in_dir / rel);
+      }
+    } else if (options.recursive) {
       fs::recursive_directory_iterator it(in_dir, fs::directory_options::skip_permission_denied), end;
       for (; it != end; it.increment(ec)) {
         if (ec) throw fs::filesystem_error("scanning", in_dir, ec);
@@ -236,14 +260,30 @@ std::vector<batch_item> plan_batch(const fs::path& in_dir, const fs::path& out_d
     throw input_error("IN_DIR '" + in_dir.string() + "': " + e.code().message());
   }
   std::sort(inputs.begin(), inputs.end());
+  inputs.erase(std::unique(inputs.begin(), inputs.end()), inputs.end());
+  // this process's shard: the files whose relative path hashes to it (cli.hpp, shard_of)
+  if (options.shard_count > 1)
+    inputs.erase(std::remove_if(inputs.begin(), inputs.end(),
+                                [&](const fs::path& p) {
+                                  return shard_of(p.lexically_relative(in_dir).generic_string(), options.shard_count) !=
+                                         options.shard_index;
+                                }),
+                 inputs.end());
+  for (auto& f : listed_outside)
+    if (options.shard_count <= 1 || shard_of(f.file, options.shard_count) == options.shard_index) {
+      ++report.total;
+      ++report.failed;
+      report.failures.push_back(std::move(f));
+    }
 
   std::set<fs::path> input_set;
   for (const auto& p : inputs) input_set.insert(fs::weakly_canonical(p, ec));
   std::set<fs::path> outputs;
   std::vector<batch_item> items;
-  report.total = int(inputs.size());
+  report.total += int(inputs.size());
+  const bool mirror = options.recursive || !options.files_from.empty();  // keep the relative tree
   for (const auto& in : inputs) {
-    fs::path out = out_dir / (options.recursive ? fs::relative(in, in_dir) : in.filename());
+    fs::path out = out_dir / (mirror ? in.lexically_relative(in_dir) : in.filename());
     if (!options.format.empty()) out.replace_extension(options.format);
     auto fail = [&](const std::string& why) {
       ++report.failed;
@@ -501,9 +541,13 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
           fs::create_directories(item.output.parent_path(), ec);
           write_bytes_atomic(item.output, encoded, overwrite);
         }
+        std::error_code size_ec;
+        const auto in_bytes = fs::file_size(item.input, size_ec);
         std::lock_guard lock(report_mutex);
         ++report.done;
         ++finished;
+        report.bytes_out += (long long)encoded.size();
+        if (!size_ec) report.bytes_in += (long long)in_bytes;
         if (clipped) {
           report.clipped_pixels += clipped;
           ++report.clipped_files;
@@ -577,6 +621,34 @@ void print_summary(const batch_report& r, bool quiet, std::ostream& log) {
     log << "gpuconv: failed files:\n";
     for (const auto& f : r.failures) log << "  " << f.reason << "\n";
   }
+}
+
+namespace {
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (const char ch : printable(text)) {  // printable: no control bytes, no raw non-UTF-8
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string summary_json(const batch_report& r, const batch_options& options) {
+  std::ostringstream s;
+  s << "{\n  \"shard\": \"" << options.shard_index << "/" << options.shard_count << "\",\n"
+    << "  \"total\": " << r.total << ",\n  \"processed\": " << r.done << ",\n  \"skipped\": " << r.skipped
+    << ",\n  \"failed\": " << r.failed << ",\n  \"not_processed\": " << r.not_processed
+    << ",\n  \"interrupted\": " << (r.interrupted ? "true" : "false") << ",\n  \"bytes_in\": " << r.bytes_in
+    << ",\n  \"bytes_out\": " << r.bytes_out << ",\n  \"clipped_pixels\": " << r.clipped_pixels
+    << ",\n  \"seconds\": " << std::fixed << std::setprecision(3) << r.seconds << ",\n  \"failures\": [";
+  for (std::size_t i = 0; i < r.failures.size(); ++i)
+    s << (i ? "," : "") << "\n    {\"file\": " << json_string(r.failures[i].file)
+      << ", \"reason\": " << json_string(r.failures[i].reason) << "}";
+  s << (r.failures.empty() ? "" : "\n  ") << "]\n}\n";
+  return s.str();
 }
 
 int exit_code_for(const batch_report& r) {

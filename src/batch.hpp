@@ -31,6 +31,7 @@ struct batch_failure {
 struct batch_report {
   int total = 0, done = 0, skipped = 0, failed = 0, not_processed = 0;
   long long clipped_pixels = 0;
+  long long bytes_in = 0, bytes_out = 0;  // of the files done: inputs read, outputs written
   int clipped_files = 0;
   double seconds = 0;
   bool interrupted = false;
@@ -51,6 +52,11 @@ batch_report run_batch(const std::filesystem::path& in_dir, const std::filesyste
 
 // "done N, skipped N, failed N" and the failed files; the exit code for the report.
 void print_summary(const batch_report& r, bool quiet, std::ostream& log);
+
+// The report as JSON (--summary): shard, total, processed, skipped, failed (with reasons),
+// not_processed, interrupted, bytes_in, bytes_out, seconds, clipped_pixels. Summaries of the
+// shards of one job add up: merge them by summing the counts (README "At scale").
+std::string summary_json(const batch_report& r, const batch_options& options);
 int exit_code_for(const batch_report& r);
 
 }  // namespace gpuconv::app

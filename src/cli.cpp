@@ -1,6 +1,8 @@
 #include "cli.hpp"
 
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <map>
 
 #include <CLI/CLI.hpp>
@@ -23,6 +25,8 @@ struct raw_values {
   bool correlate = false, version = false;
   std::string extensions, format;
   bool skip_existing = false, overwrite = false;
+  std::string shard;
+  int shard_count = 0;
 };
 
 const char* const convolve_examples = R"(
@@ -164,6 +168,70 @@ bool run_parser(CLI::App& app, const std::vector<std::string>& args, cli_options
 
 }  // namespace
 
+namespace {
+
+bool parse_int(const std::string& text, long long& out) {
+  if (text.empty() || text.size() > 18) return false;
+  for (char c : text)
+    if (c < '0' || c > '9') return false;
+  out = std::stoll(text);
+  return true;
+}
+
+}  // namespace
+
+shard_spec resolve_shard(const std::string& spec, int count, const char* (*env)(const char*)) {
+  shard_spec s;
+  long long i = 0, n = 0;
+  if (spec != "auto") {
+    const auto slash = spec.find('/');
+    if (slash == std::string::npos || !parse_int(spec.substr(0, slash), i) || !parse_int(spec.substr(slash + 1), n) ||
+        n < 1 || n > 1000000 || i >= n)
+      throw usage_error("--shard " + spec + ": expected I/N with 0 <= I < N (e.g. 0/4), or auto");
+    return {int(i), int(n)};
+  }
+  auto number = [&](const char* name, long long& v) {
+    const char* text = env(name);
+    if (!text || !*text) return false;
+    if (!parse_int(text, v)) throw usage_error(std::string("--shard auto: ") + name + "='" + text + "' is not a number");
+    return true;
+  };
+  if (number("SLURM_ARRAY_TASK_ID", i)) {
+    long long lo = 0, hi = 0;
+    number("SLURM_ARRAY_TASK_MIN", lo);
+    if (!number("SLURM_ARRAY_TASK_COUNT", n)) {
+      if (!number("SLURM_ARRAY_TASK_MAX", hi))
+        throw usage_error("--shard auto: SLURM_ARRAY_TASK_ID is set but neither SLURM_ARRAY_TASK_COUNT nor "
+                          "SLURM_ARRAY_TASK_MAX");
+      n = hi - lo + 1;
+    }
+    i -= lo;
+    if (n < 1 || i < 0 || i >= n)
+      throw usage_error("--shard auto: SLURM_ARRAY_TASK_ID " + std::to_string(i + lo) + " is not one of " +
+                        std::to_string(n) + " tasks from " + std::to_string(lo) +
+                        " (an array with steps, e.g. 0-7:2, is not supported)");
+    return {int(i), int(n)};
+  }
+  if (number("JOB_COMPLETION_INDEX", i)) {
+    if (count < 1) throw usage_error("--shard auto with JOB_COMPLETION_INDEX needs --shard-count N");
+    if (i >= count)
+      throw usage_error("--shard auto: JOB_COMPLETION_INDEX " + std::to_string(i) + " is not below --shard-count " +
+                        std::to_string(count));
+    return {int(i), count};
+  }
+  throw usage_error("--shard auto: neither SLURM_ARRAY_TASK_ID nor JOB_COMPLETION_INDEX is set");
+  return s;
+}
+
+int shard_of(const std::string& relative_path, int count) {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a 64
+  for (unsigned char c : relative_path) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return int(h % std::uint64_t(count));
+}
+
 std::vector<std::string> default_extensions() {
   return {".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".pgm", ".ppm", ".pnm", ".webp"};
 }
@@ -226,6 +294,16 @@ cli_options parse_cli(const std::vector<std::string>& args) {
         ->check(CLI::Range(1, 1024));
     app.add_flag("--stop-on-error", o.batch.stop_on_error, "stop at the first failed file");
     app.add_flag("--io-only", o.batch.io_only, "decode and encode only, no convolution (measures the I/O ceiling)");
+    app.add_option("--shard", raw.shard,
+                   "I/N: take the files of shard I of N (a stable hash of each relative path); auto: from "
+                   "SLURM_ARRAY_TASK_ID/COUNT (or MIN/MAX) or JOB_COMPLETION_INDEX with --shard-count");
+    app.add_option("--shard-count", raw.shard_count, "the number of shards for --shard auto with JOB_COMPLETION_INDEX")
+        ->check(CLI::Range(1, 1000000));
+    app.add_option("--files-from", o.batch.files_from,
+                   "take the inputs from this list (one path per line, relative to IN_DIR or absolute under it; - for "
+                   "stdin) instead of scanning IN_DIR");
+    app.add_option("--summary", o.batch.summary,
+                   "write a JSON summary (counts, failures with reasons, bytes, seconds) to this file at the end");
     app.footer(batch_footer);
     std::vector<std::string> rest(args.begin() + 1, args.end());
     if (!run_parser(app, rest, o)) return o;
@@ -240,6 +318,13 @@ cli_options parse_cli(const std::vector<std::string>& args) {
     if (!raw.format.empty()) o.batch.format = parse_extensions(raw.format).at(0);
     if (!raw.format.empty() && raw.format.find(',') != std::string::npos)
       throw usage_error("--format takes one extension, got '" + raw.format + "'");
+    if (!raw.shard.empty()) {
+      const shard_spec sh = resolve_shard(raw.shard, raw.shard_count, [](const char* n) -> const char* { return std::getenv(n); });
+      o.batch.shard_index = sh.index;
+      o.batch.shard_count = sh.count;
+    } else if (raw.shard_count) {
+      throw usage_error("--shard-count goes with --shard auto");
+    }
     o.batch.existing = raw.skip_existing ? existing_policy::skip
                        : raw.overwrite   ? existing_policy::overwrite
                                          : existing_policy::fail;

@@ -25,7 +25,25 @@ struct batch_options {
   bool stop_on_error = false;
   bool io_only = false;                 // decode + encode without convolving (the I/O ceiling)
   codec_options codec;                  // the encoders' settings (also in convolve_settings::codec)
+  // --shard I/N: this process takes the files whose shard_of(relative path, N) is I
+  int shard_index = 0, shard_count = 1;
+  std::string files_from;               // --files-from: a list of inputs (a path, or "-": stdin)
+  std::string summary;                  // --summary: a JSON report written here at the end
 };
+
+// --shard SPEC: "I/N" (0 <= I < N), or "auto": SLURM_ARRAY_TASK_ID minus SLURM_ARRAY_TASK_MIN
+// (0 when unset) of SLURM_ARRAY_TASK_COUNT (or MAX - MIN + 1) shards, else JOB_COMPLETION_INDEX
+// (Kubernetes Indexed Jobs) of `count` shards (--shard-count). `env` looks a variable up
+// (getenv in the CLI). Throws usage_error naming the value.
+struct shard_spec {
+  int index = 0, count = 1;
+};
+shard_spec resolve_shard(const std::string& spec, int count, const char* (*env)(const char*));
+
+// The shard of a file: a stable hash (64-bit FNV-1a) of its path relative to IN_DIR, with '/'
+// separators, modulo `count`. A file's shard depends on its own path only, so files added
+// between runs never move others to another shard.
+int shard_of(const std::string& relative_path, int count);
 
 // gpuconv bench workloads: generated 1024^2 PNGs, or 12 MP (4000 x 3000) JPEG photographs.
 enum class bench_workload { png, jpeg };

@@ -255,6 +255,10 @@ int run_batch_command(const cli_options& o, std::ostream& err) {
   const bool progress = !o.quiet && ::isatty(STDERR_FILENO);
   const batch_report r = run_batch(o.input, o.output, o.batch, c ? &*c : nullptr, o.quiet, progress, err);
   print_summary(r, o.quiet, err);
+  if (!o.batch.summary.empty()) {
+    const std::string json = summary_json(r, o.batch);
+    write_bytes_atomic(o.batch.summary, std::vector<unsigned char>(json.begin(), json.end()), true);
+  }
   return exit_code_for(r);
 }
 
