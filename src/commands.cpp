@@ -37,17 +37,21 @@ using clock_type = std::chrono::steady_clock;
 double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
 
 // --timing: the stages of one image in the order they ran, printed on one block of stderr.
+// The stages do not overlap: their sum is the total.
 class stage_timer {
  public:
   explicit stage_timer(bool on) : on_(on), start_(clock_type::now()), last_(start_) {}
-  // Ends the stage that began at the previous mark.
+  // Ends the stage that began at the previous mark (less what add() reported since).
   void mark(const std::string& stage, const std::string& note = "") {
     const auto now = clock_type::now();
-    if (on_) stages_.push_back({stage, std::chrono::duration<double>(now - last_).count(), note});
+    if (on_) stages_.push_back({stage, std::chrono::duration<double>(now - last_).count() - added_, note});
     last_ = now;
+    added_ = 0;
   }
+  // A stage timed by someone else (convolver::stage_times) within the current one.
   void add(const std::string& stage, double seconds, const std::string& note = "") {
     if (on_) stages_.push_back({stage, seconds, note});
+    added_ += seconds;
   }
   void print(std::ostream& err) const {
     if (!on_) return;
@@ -72,6 +76,7 @@ class stage_timer {
   };
   bool on_;
   clock_type::time_point start_, last_;
+  double added_ = 0;
   std::vector<stage> stages_;
 };
 
@@ -111,8 +116,8 @@ int run_convolve(const cli_options& o, std::ostream& err) {
     if (size && size->width * size->height <= small_image_pixels) s.device = conv::backend::cpu;
   }
   // A single JPEG is decoded by the CPU unless --decoder gpu: nvJPEG's start-up (its handles
-  // and decoder state, ~0.9 s on the H100) is longer than libjpeg's decode of a 12 MP photo
-  // (~0.1 s). Batches amortise it (batch.cpp).
+  // and decoder state, 1.0-1.6 s on the H100) is longer than libjpeg's decode of a 12 MP
+  // photo (0.1-0.16 s). Batches amortise it (batch.cpp).
   const bool jpeg_candidate = s.device != conv::backend::cpu && s.decoder == jpeg_decoder::gpu && is_jpeg_name(in);
   timer.mark("setup");
 
@@ -120,13 +125,12 @@ int run_convolve(const cli_options& o, std::ostream& err) {
   // another thread, while this one reads and decodes the file.
   std::exception_ptr init_error;
   double init_seconds = 0;
-  bool have_device = false;
   std::thread init;
   if (s.device != conv::backend::cpu)
     init = std::thread([&] {
       const auto t0 = clock_type::now();
       try {
-        have_device = cuda_device_available();
+        const bool have_device = cuda_device_available();
         if (have_device) pipeline::gpu_convolver::warm_up();
 #ifdef GPUCONV_HAVE_NVJPEG
         if (have_device && jpeg_candidate) (void)pipeline::nvjpeg_library();
@@ -145,14 +149,15 @@ int run_convolve(const cli_options& o, std::ostream& err) {
   bool cuda = false;
   auto wait_init = [&] {
     if (init.joinable()) {
-      const auto t0 = clock_type::now();
       init.join();
-      timer.add("cuda-init", init_seconds, "on its own thread; waited " + std::to_string(seconds_since(t0)).substr(0, 6) + " s for it");
       if (init_error) std::rethrow_exception(init_error);
     }
     if (s.device != conv::backend::cpu) {  // resolve_device asks again: answered at once now
       s.device = resolve_device(s.device, o.quiet, err);
       cuda = s.device == conv::backend::cuda;
+      // the wait only: the start-up itself ran beside the stages before
+      timer.mark("cuda-wait", "start-up " + std::to_string(init_seconds).substr(0, 6) + " s on its own thread; device " +
+                                  (cuda ? "cuda" : "cpu"));
     }
     if (s.decoder == jpeg_decoder::gpu && !cuda) throw usage_error("--decoder gpu needs --device cuda (or auto with a GPU)");
   };
@@ -209,7 +214,6 @@ int run_convolve(const cli_options& o, std::ostream& err) {
     timer.mark("read+decode", "CPU, OpenCV");
     check_output_format(out, output_cv_depth(s.depth, image.depth()), image.channels());
     wait_init();
-    timer.mark("device", cuda ? "cuda" : "cpu");
     if (!c) c.emplace(std::move(k), s);
     try {
       if (cuda) {

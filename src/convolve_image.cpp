@@ -107,7 +107,7 @@ std::size_t gpu_stage_bytes(const cv::Mat& image, long long out_h, long long out
 
 // What one image may take on the device in the GPU stage: a quarter of the free memory (the
 // batch runs three workers and the decode pool beside them), or $GPUCONV_GPU_IMAGE_BUDGET.
-std::size_t gpu_image_budget() {
+std::size_t gpu_image_budget_bytes() {
   if (const char* e = std::getenv("GPUCONV_GPU_IMAGE_BUDGET"); e && *e) return std::size_t(std::strtoull(e, nullptr, 10));
   std::size_t free_bytes = 0, total = 0;
   if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) return 0;
@@ -159,29 +159,25 @@ bool convolver::gpu_jpeg_available() {
 #endif
 }
 
+bool convolver::wants_gpu_jpeg() const {
+  return settings_.device == conv::backend::cuda && settings_.decoder != jpeg_decoder::cpu;
+}
+
 void convolver::start_gpu_jpeg() const {
 #ifdef GPUCONV_HAVE_NVJPEG
-  if (settings_.device == conv::backend::cuda && settings_.decoder != jpeg_decoder::cpu)
-    pipeline::nvjpeg_load_in_background();
+  if (wants_gpu_jpeg()) pipeline::nvjpeg_load_in_background();
 #endif
 }
 
 bool convolver::gpu_jpeg_ready() const {
 #ifdef GPUCONV_HAVE_NVJPEG
-  return settings_.device == conv::backend::cuda && settings_.decoder != jpeg_decoder::cpu && pipeline::nvjpeg_ready();
+  return wants_gpu_jpeg() && pipeline::nvjpeg_ready();
 #else
   return false;
 #endif
 }
 
-bool convolver::gpu_jpeg() const {
-#ifdef GPUCONV_HAVE_NVJPEG
-  return settings_.device == conv::backend::cuda && settings_.decoder != jpeg_decoder::cpu &&
-         pipeline::nvjpeg_library().available;
-#else
-  return false;
-#endif
-}
+bool convolver::gpu_jpeg() const { return wants_gpu_jpeg() && gpu_jpeg_available(); }
 
 void convolver::run(planar_image& p) {
   const conv::geometry g =
@@ -235,20 +231,23 @@ const char* convolver::gpu_jpeg_decoder() {
 #endif
 }
 
+bool convolver::fits_gpu_stage(const cv::Mat& image) const {
+  const int depth = output_cv_depth(settings_.depth, image.depth());
+  const conv::geometry geo =
+      conv::make_geometry(image.rows, image.cols, kernel_.height, kernel_.width, settings_.semantics.mode);
+  return gpu_stage_bytes(image, geo.out_h, geo.out_w, int(CV_ELEM_SIZE1(depth))) <= gpu_image_budget_bytes();
+}
+
 output_image convolver::run_gpu(const cv::Mat& image, stage_times* times) {
   if (image.depth() != CV_8U && image.depth() != CV_16U && image.depth() != CV_32F)
     throw input_error("image: " + depth_name(image.depth()) + " samples are not supported");
-  const int depth = output_cv_depth(settings_.depth, image.depth());
-  {
-    const conv::geometry geo =
-        conv::make_geometry(image.rows, image.cols, kernel_.height, kernel_.width, settings_.semantics.mode);
-    if (gpu_stage_bytes(image, geo.out_h, geo.out_w, int(CV_ELEM_SIZE1(depth))) > gpu_image_budget()) {
-      // too large to hold on the GPU at once: float planes on the host, the plan's bands
-      planar_image p = to_planes(image, settings_.alpha);
-      run(p);
-      return from_planes(p, settings_);
-    }
+  if (!fits_gpu_stage(image)) {
+    // too large to hold on the GPU at once: float planes on the host, the plan's bands
+    planar_image p = to_planes(image, settings_.alpha);
+    run(p);
+    return from_planes(p, settings_);
   }
+  const int depth = output_cv_depth(settings_.depth, image.depth());
   gpu_stage& g = gpu();
   const int channels = image.channels();
   const pipeline::layout in_at{channels, 1, (long long)(image.step / image.elemSize1())};
@@ -299,21 +298,34 @@ convolver::jpeg_output convolver::run_gpu_to_jpeg(const cv::Mat& image) {
   jpeg_output o;
   o.decoded = true;
 #ifdef GPUCONV_HAVE_NVJPEG
-  if (image.type() == CV_8UC3 && output_cv_depth(settings_.depth, CV_8U) == CV_8U && gpu_jpeg_ready()) {
-    gpu_stage& g = gpu();
-    if (!g.jpeg) g.jpeg = std::make_unique<pipeline::jpeg_gpu>(g.pixels.stream());
+  if (image.type() == CV_8UC3 && output_cv_depth(settings_.depth, CV_8U) == CV_8U && gpu_jpeg_ready() &&
+      fits_gpu_stage(image)) {
     const pipeline::layout in_at{3, 1, (long long)(image.step / image.elemSize1())};
-    const pipeline::stored_image in = g.pixels.upload(image.data, pipeline::sample::u8, image.rows, image.cols, 3, in_at);
-    const auto [oh, ow] = g.pixels.output_size(image.rows, image.cols);
-    o.image.clipped = g.pixels.run(in, pipeline::sample::u8, pipeline::layout::planar(oh, ow)).clipped;
-    o.encoded = g.jpeg->encode_bgr(static_cast<const unsigned char*>(g.pixels.output()), int(oh), int(ow),
-                                   settings_.codec.jpeg_quality)
-                    .bytes;
+    const pipeline::stored_image in =
+        gpu().pixels.upload(image.data, pipeline::sample::u8, image.rows, image.cols, 3, in_at);
+    encode_on_gpu(in, o, nullptr);
     return o;
   }
 #endif
   o.image = run_gpu(image);
   return o;
+}
+
+void convolver::encode_on_gpu(const pipeline::stored_image& in, jpeg_output& o, stage_times* times) {
+#ifdef GPUCONV_HAVE_NVJPEG
+  gpu_stage& g = gpu();
+  if (!g.jpeg) g.jpeg = std::make_unique<pipeline::jpeg_gpu>(g.pixels.stream());
+  stage_clock clock{times, g.pixels.stream()};
+  const auto [oh, ow] = g.pixels.output_size(in.height, in.width);
+  o.image.clipped = g.pixels.run(in, pipeline::sample::u8, pipeline::layout::planar(oh, ow)).clipped;
+  clock.mark(&stage_times::convolve);
+  o.encoded =
+      g.jpeg->encode_bgr(static_cast<const unsigned char*>(g.pixels.output()), int(oh), int(ow), settings_.codec.jpeg_quality)
+          .bytes;
+  clock.mark(&stage_times::encode);
+#else
+  (void)in, (void)o, (void)times;
+#endif
 }
 
 convolver::jpeg_output convolver::run_gpu_decoded(const unsigned char* planes, int height, int width, bool encode,
@@ -333,14 +345,7 @@ convolver::jpeg_output convolver::run_gpu_decoded(const unsigned char* planes, i
   const int depth = output_cv_depth(settings_.depth, CV_8U);
   o.decoded = true;
   if (encode && depth == CV_8U) {
-    if (!g.jpeg) g.jpeg = std::make_unique<pipeline::jpeg_gpu>(g.pixels.stream());
-    const pipeline::gpu_result r = g.pixels.run(in, pipeline::sample::u8, pipeline::layout::planar(oh, ow));
-    clock.mark(&stage_times::convolve);
-    o.image.clipped = r.clipped;
-    o.encoded = g.jpeg->encode_bgr(static_cast<const unsigned char*>(g.pixels.output()), int(oh), int(ow),
-                                   settings_.codec.jpeg_quality)
-                    .bytes;
-    clock.mark(&stage_times::encode);
+    encode_on_gpu(in, o, times);
   } else {
     const pipeline::gpu_result r = g.pixels.run(in, sample_of(depth), pipeline::layout::interleaved(ow, 3));
     clock.mark(&stage_times::convolve);

@@ -33,6 +33,10 @@
 #include "kernel.hpp"
 #include "plan_cache.hpp"
 
+namespace gpuconv::pipeline {
+struct stored_image;  // pipeline/pixels.hpp
+}
+
 namespace gpuconv::app {
 
 enum class alpha_mode { premultiply, separate, keep };
@@ -140,6 +144,11 @@ class convolver {
  private:
   struct gpu_stage;
   gpu_stage& gpu();
+  bool wants_gpu_jpeg() const;  // CUDA backend and --decoder not cpu
+  // The image's buffers fit what one image may take on the device (see run_gpu).
+  bool fits_gpu_stage(const cv::Mat& image) const;
+  // 8-bit BGR `in` on the device: convolved to planar 8-bit and encoded by nvJPEG into o.
+  void encode_on_gpu(const pipeline::stored_image& in, jpeg_output& o, stage_times* times);
   kernel kernel_;
   convolve_settings settings_;
   pipeline::plan_cache host_plans_;  // run(): CPU backend, or CUDA on host buffers (bands)
