@@ -10,14 +10,22 @@
 //   transpose, row C2R) -> scatter of the valid outputs.
 // The kernel spectrum is computed once, at plan time.
 //
-// execute() on host buffers stages the image through device memory. When the image and its
-// output do not fit the memory cap, it runs in bands of output rows: a band's input rows
-// (with the rows the kernel reaches beyond it, mapped by the boundary rule on the host) are
-// uploaded as an image of their own, convolved with 'valid' geometry along y and the plan's
-// geometry along x, and the band's output rows copied back.
+// execute() on host buffers streams the image through the device in units (whole planes,
+// several at a time, or bands of one plane's output rows when a plane is large) with up to
+// three units in flight: while the CPU copies unit u from the caller's pageable buffer into
+// page-locked staging (copy_pool: several threads), unit u-1 crosses PCIe, unit u-2 is
+// convolved and unit u-3 comes back; H2D, compute and D2H each have a stream, ordered by
+// events. A band's input rows (with the rows the kernel reaches beyond it, mapped by the
+// boundary rule on the host) form an image of their own, convolved with 'valid' geometry
+// along y and the plan's along x; bands are whole tile rows, so the tiles (and results) are
+// those of the whole image. Caller buffers that are already page-locked (cudaHostAlloc,
+// cudaHostRegister) are copied to and from directly. Units also keep the device staging
+// within the memory cap when the image does not fit it.
 #include <algorithm>
+#include <thread>
 
 #include "backend.hpp"
+#include "host_copy.hpp"
 #include "fft/device/buffer.hpp"
 #include "fft/plan/real_2d_plan.hpp"
 #include "fused.hpp"
@@ -102,20 +110,7 @@ class cuda_backend final : public plan::impl {
   }
 
   void execute(const void* in, void* out, pixel p) override {
-    const std::size_t bytes = pixel_bytes(p);
-    const std::size_t in_bytes = std::size_t(prob.input_elements()) * bytes;
-    const std::size_t out_bytes = std::size_t(prob.output_elements()) * bytes;
-    if (in_bytes + out_bytes <= staging_bytes_) {
-      ensure_staging();
-      char* d_in = staging_.data();
-      char* d_out = d_in + align_up(in_bytes);
-      GPUCONV_CUDA(cudaMemcpyAsync(d_in, in, in_bytes, cudaMemcpyHostToDevice, stream_));
-      run(d_in, d_out, p, prob.map, stream_);
-      GPUCONV_CUDA(cudaMemcpyAsync(out, d_out, out_bytes, cudaMemcpyDeviceToHost, stream_));
-      GPUCONV_CUDA(cudaStreamSynchronize(stream_));
-      return;
-    }
-    execute_in_bands(static_cast<const char*>(in), static_cast<char*>(out), p);
+    execute_host(static_cast<const char*>(in), static_cast<char*>(out), p);
   }
 
  private:
@@ -130,12 +125,12 @@ class cuda_backend final : public plan::impl {
     fft_.reset();
     tiles_ = device_buffer<float>();
     spectrum_ = device_buffer<cf>();
-    // Staging for execute() on host buffers takes what the image and its output need (at
-    // 4 bytes a pixel, the widest type), at most the cap on the fused path (no workspace) and
-    // half of it on the multi-pass path, whose workspace takes the rest.
+    // Staging for execute() on host buffers: at most what the image and its output need at 4
+    // bytes a pixel (the widest type) twice over (the units' halo rows), at most the cap on the
+    // fused path (no workspace) and half of it on the others, whose workspace takes the rest.
     const std::size_t io_bytes = std::size_t(prob.input_elements() + prob.output_elements()) * 4;
     const bool fused = choice.path == cuda_path::fused;
-    staging_bytes_ = std::min(io_bytes, fused ? cap_ : cap_ / 2);
+    staging_bytes_ = std::min(2 * io_bytes, fused ? cap_ : cap_ / 2);
     const std::size_t work_cap = cap_ > staging_bytes_ ? cap_ - staging_bytes_ : 0;
     if (fused) {
       fused_ = std::make_unique<fused_tiles>(prob.tiles.tile_h, prob.kernel, prob.kernels, prob.kh, prob.kw);
@@ -221,10 +216,6 @@ class cuda_backend final : public plan::impl {
 
   static std::size_t align_up(std::size_t b) { return (b + 255) / 256 * 256; }
 
-  void ensure_staging() {
-    if (staging_.size() == 0) staging_ = device_buffer<char>(staging_bytes_ + 512);
-  }
-
   // Every tile of map m: one fused launch, or the multi-pass pipeline kernel by kernel of
   // the bank (its chunks share one spectrum), in chunks of the workspace.
   void run(const void* in, void* out, pixel p, const tile_map& map, cudaStream_t stream) {
@@ -256,58 +247,199 @@ class cuda_backend final : public plan::impl {
     });
   }
 
-  // Bands of output rows, plane by plane (see the top of this file).
-  void execute_in_bands(const char* in, char* out, pixel p) {
+  // How execute() on host buffers cuts the work (see the top of this file).
+  struct host_layout {
+    bool whole = true;      // units of whole planes; else bands of one plane's output rows
+    long long planes = 1;   // whole: planes per unit
+    long long rows = 0;     // bands: output rows per band (a multiple of valid_h when >= it)
+    long long units = 1;
+    int slots = 1;          // units in flight
+    std::size_t in_bytes = 0, out_bytes = 0;  // one slot's input and output
+  };
+
+  static constexpr std::size_t min_unit_bytes = std::size_t(2) << 20, max_unit_bytes = std::size_t(16) << 20;
+
+  host_layout layout_for(std::size_t bytes) const {
+    const tile_map& m = prob.map;
+    const long long W = prob.width, H = prob.height, ow = m.out_w, oh = m.out_h, kc = m.kernels, P = prob.planes;
+    const std::size_t plane_in = std::size_t(H * W) * bytes, plane_out = std::size_t(kc * oh * ow) * bytes;
+    const std::size_t total = std::size_t(P) * (plane_in + plane_out);
+    host_layout L;
+    if (total <= 2 * min_unit_bytes && total <= staging_bytes_) {  // small: one unit
+      L.planes = P;
+      L.in_bytes = P * plane_in;
+      L.out_bytes = P * plane_out;
+      return L;
+    }
+    const std::size_t target = std::clamp(total / 8, min_unit_bytes, max_unit_bytes);
+    for (int slots = 3; slots >= 1; --slots) {
+      const std::size_t per_slot = slots > 1 ? std::min(target, staging_bytes_ / slots) : staging_bytes_;
+      L.slots = slots;
+      if (plane_in + plane_out <= per_slot) {
+        L.whole = true;
+        L.planes = std::clamp<long long>((long long)(per_slot / (plane_in + plane_out)), 1, P);
+        L.units = (P + L.planes - 1) / L.planes;
+        L.in_bytes = L.planes * plane_in;
+        L.out_bytes = L.planes * plane_out;
+      } else {
+        const long long room = (long long)(per_slot / bytes) - (m.kh - 1) * W;
+        long long rows = room > 0 ? room / (W + kc * ow) : 0;
+        if (rows >= m.valid_h) rows = rows / m.valid_h * m.valid_h;
+        rows = std::min(rows, oh);
+        if (rows < 1) continue;
+        L.whole = false;
+        L.rows = rows;
+        L.units = P * ((oh + rows - 1) / rows);
+        L.in_bytes = std::size_t((rows + m.kh - 1) * W) * bytes;
+        L.out_bytes = std::size_t(kc * rows * ow) * bytes;
+      }
+      L.slots = (int)std::min<long long>(slots, L.units);
+      return L;
+    }
+    throw std::invalid_argument("conv::plan: the memory cap leaves " + std::to_string(staging_bytes_) +
+                                " bytes of staging, less than one band of " +
+                                std::to_string((W + kc * ow) * (long long)bytes) + " bytes a row");
+  }
+
+  static bool page_locked(const void* p) {
+    cudaPointerAttributes a{};
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    return a.type == cudaMemoryTypeHost;
+  }
+
+  // See the top of this file.
+  void execute_host(const char* in, char* out, pixel p) {
     const std::size_t bytes = pixel_bytes(p);
+    const host_layout L = layout_for(bytes);
     const tile_map& m = prob.map;
     const long long W = prob.width, H = prob.height, ow = m.out_w, oh = m.out_h, kc = m.kernels;
-    // rows of output a band holds: (rows + kh - 1) input rows and `rows` output rows per
-    // kernel of the bank, a whole number of tile rows when there is room for one
-    const long long per_row = (W + kc * ow) * (long long)bytes;
-    long long rows = ((long long)staging_bytes_ / (long long)bytes - (m.kh - 1) * W) / (W + kc * ow);
-    if (rows >= m.valid_h) rows = rows / m.valid_h * m.valid_h;
-    rows = std::min(rows, oh);
-    if (rows < 1)
-      throw std::invalid_argument("conv::plan: the memory cap leaves " + std::to_string(staging_bytes_) +
-                                  " bytes of staging, less than one band of " + std::to_string(per_row) + " bytes");
-    ensure_staging();
-    char* d_in = staging_.data();
-    char* d_out = d_in + align_up(std::size_t(rows + m.kh - 1) * W * bytes);
-    // a row of the outside value (zero or constant boundary), in the pixel type
-    std::vector<char> outside_row(std::size_t(W) * bytes);
-    const std::vector<float> outside(W, m.border == boundary::constant ? m.constant_value : 0.f);
-    from_float(outside.data(), outside.size(), p, outside_row.data());
-    for (int plane = 0; plane < prob.planes; ++plane) {
-      const char* src = in + std::size_t(plane) * H * W * bytes;
-      char* dst = out + std::size_t(plane) * kc * oh * ow * bytes;  // its kc output planes
-      for (long long y0 = 0; y0 < oh; y0 += rows) {
-        const long long band = std::min(rows, oh - y0), in_rows = band + m.kh - 1;
-        const long long first = y0 + m.oy - (m.kh - 1);  // input row of band row 0
-        // runs of consecutive source rows become one copy each
-        for (long long i = 0; i < in_rows;) {
-          const int r = border_index(first + i, (int)H, m.border);
-          long long n = 1;
-          if (r >= 0)
-            while (i + n < in_rows && border_index(first + i + n, (int)H, m.border) == r + n) ++n;
-          const void* from = r >= 0 ? static_cast<const void*>(src + std::size_t(r) * W * bytes) : outside_row.data();
-          if (r < 0) n = 1;
-          GPUCONV_CUDA(cudaMemcpyAsync(d_in + std::size_t(i) * W * bytes, from, std::size_t(n) * W * bytes,
-                                       cudaMemcpyHostToDevice, stream_));
-          i += n;
-        }
-        tile_map b = m;
-        b.height = in_rows;
-        b.out_h = band;
-        b.oy = m.kh - 1;  // 'valid' along y: every row the band reads is in the uploaded block
-        const long long tiles_y = (band + m.valid_h - 1) / m.valid_h;
-        b.tiles_per_plane = b.tiles_per_kernel = tiles_y * m.tiles_x;  // one input plane
-        run(d_in, d_out, p, b, stream_);
-        for (long long k = 0; k < kc; ++k)  // the band's output plane k: rows y0.. of output plane k
-          GPUCONV_CUDA(cudaMemcpyAsync(dst + std::size_t(k * oh + y0) * ow * bytes, d_out + std::size_t(k * band) * ow * bytes,
-                                       std::size_t(band) * ow * bytes, cudaMemcpyDeviceToHost, stream_));
-        GPUCONV_CUDA(cudaStreamSynchronize(stream_));  // the staging is reused by the next band
+    const std::size_t plane_in = std::size_t(H * W) * bytes, plane_out = std::size_t(kc * oh * ow) * bytes;
+    const long long bands = L.whole ? 1 : (oh + L.rows - 1) / L.rows;
+    const bool direct = page_locked(in) && page_locked(out);
+
+    const std::size_t slot_bytes = align_up(L.in_bytes) + align_up(L.out_bytes);
+    staging_.reserve(L.slots * slot_bytes);
+    if (!direct) {
+      pinned_in_.reserve(L.slots * align_up(L.in_bytes));
+      pinned_out_.reserve(L.slots * align_up(L.out_bytes));
+      if (!copier_) {
+        const int hw = (int)std::max(1u, std::thread::hardware_concurrency());
+        copier_ = std::make_unique<copy_pool>(prob.options.threads > 0 ? prob.options.threads : std::min(8, hw));
       }
     }
+    // a row of the outside value (zero or constant boundary), in the pixel type, page-locked
+    if (!L.whole && (m.border == boundary::zero || m.border == boundary::constant)) {
+      const std::vector<float> outside(W, m.border == boundary::constant ? m.constant_value : 0.f);
+      from_float(outside.data(), outside.size(), p, outside_row_.reserve(std::size_t(W) * bytes));
+    }
+    auto d_in = [&](int s) { return staging_.data() + s * slot_bytes; };
+    auto d_out = [&](int s) { return staging_.data() + s * slot_bytes + align_up(L.in_bytes); };
+    auto h_in = [&](int s) { return static_cast<char*>(pinned_in_.data()) + s * align_up(L.in_bytes); };
+    auto h_out = [&](int s) { return static_cast<char*>(pinned_out_.data()) + s * align_up(L.out_bytes); };
+
+    struct unit {
+      long long plane, planes, y0, rows;  // planes [plane, plane + planes), output rows [y0, y0 + rows)
+    };
+    auto unit_at = [&](long long u) {
+      if (L.whole) return unit{u * L.planes, std::min(L.planes, prob.planes - u * L.planes), 0, oh};
+      const long long y0 = (u % bands) * L.rows;
+      return unit{u / bands, 1, y0, std::min(L.rows, oh - y0)};
+    };
+    // where a unit's input comes from (dst offsets within the slot) and its output goes
+    std::vector<copy_segment> segs;
+    auto input_segments = [&](const unit& w, char* base) {
+      segs.clear();
+      if (L.whole) {
+        segs.push_back({base, in + w.plane * plane_in, std::size_t(w.planes) * plane_in});
+        return;
+      }
+      const char* src = in + w.plane * plane_in;
+      const long long in_rows = w.rows + m.kh - 1, first = w.y0 + m.oy - (m.kh - 1);  // input row of band row 0
+      for (long long i = 0; i < in_rows;) {  // runs of consecutive source rows: one segment each
+        const int r = border_index(first + i, (int)H, m.border);
+        long long n = 1;
+        if (r >= 0)
+          while (i + n < in_rows && border_index(first + i + n, (int)H, m.border) == r + n) ++n;
+        const char* from = r >= 0 ? src + std::size_t(r) * W * bytes : static_cast<const char*>(outside_row_.data());
+        segs.push_back({base + std::size_t(i) * W * bytes, from, std::size_t(n) * W * bytes});
+        i += n;
+      }
+    };
+    auto output_segments = [&](const unit& w, const char* base) {
+      segs.clear();
+      if (L.whole) {
+        segs.push_back({out + w.plane * plane_out, base, std::size_t(w.planes) * plane_out});
+        return;
+      }
+      for (long long k = 0; k < kc; ++k)  // the band's output plane k: rows y0.. of output plane k
+        segs.push_back({out + w.plane * plane_out + std::size_t(k * oh + w.y0) * ow * bytes,
+                        base + std::size_t(k * w.rows) * ow * bytes, std::size_t(w.rows) * ow * bytes});
+    };
+    auto unit_map = [&](const unit& w) {
+      tile_map b = m;
+      if (L.whole) {
+        b.tiles_per_kernel = w.planes * m.tiles_per_plane;
+        return b;
+      }
+      b.height = w.rows + m.kh - 1;
+      b.out_h = w.rows;
+      b.oy = m.kh - 1;  // 'valid' along y: every row the band reads is in the uploaded block
+      b.tiles_per_plane = b.tiles_per_kernel = (w.rows + m.valid_h - 1) / m.valid_h * m.tiles_x;  // one input plane
+      return b;
+    };
+    auto unit_in_bytes = [&](const unit& w) {
+      return L.whole ? std::size_t(w.planes) * plane_in : std::size_t((w.rows + m.kh - 1) * W) * bytes;
+    };
+    auto unit_out_bytes = [&](const unit& w) {
+      return L.whole ? std::size_t(w.planes) * plane_out : std::size_t(kc * w.rows * ow) * bytes;
+    };
+    auto drain = [&](long long u) {  // unit u's output, downloaded into its slot, to the caller
+      const int s = int(u % L.slots);
+      GPUCONV_CUDA(cudaEventSynchronize(downloaded_[s]));
+      output_segments(unit_at(u), h_out(s));
+      copier_->copy(segs);
+    };
+
+    for (long long u = 0; u < L.units; ++u) {
+      const int s = int(u % L.slots);
+      const unit w = unit_at(u);
+      if (!direct && u >= L.slots) drain(u - L.slots);  // frees slot s
+      // upload, after the previous unit of this slot has been convolved
+      GPUCONV_CUDA(cudaStreamWaitEvent(upload_, convolved_[s], 0));
+      if (direct) {
+        input_segments(w, d_in(s));
+        for (const copy_segment& g : segs)
+          GPUCONV_CUDA(cudaMemcpyAsync(g.dst, g.src, g.bytes, cudaMemcpyHostToDevice, upload_));
+      } else {
+        input_segments(w, h_in(s));
+        copier_->copy(segs);
+        GPUCONV_CUDA(cudaMemcpyAsync(d_in(s), h_in(s), unit_in_bytes(w), cudaMemcpyHostToDevice, upload_));
+      }
+      GPUCONV_CUDA(cudaEventRecord(uploaded_[s], upload_));
+      // convolve, once the input is up and the slot's previous output has been downloaded
+      GPUCONV_CUDA(cudaStreamWaitEvent(stream_, uploaded_[s], 0));
+      GPUCONV_CUDA(cudaStreamWaitEvent(stream_, downloaded_[s], 0));
+      run(d_in(s), d_out(s), p, unit_map(w), stream_);
+      GPUCONV_CUDA(cudaEventRecord(convolved_[s], stream_));
+      // download
+      GPUCONV_CUDA(cudaStreamWaitEvent(download_, convolved_[s], 0));
+      if (direct) {
+        output_segments(w, d_out(s));
+        for (const copy_segment& g : segs)
+          GPUCONV_CUDA(cudaMemcpyAsync(g.dst, g.src, g.bytes, cudaMemcpyDeviceToHost, download_));
+      } else {
+        GPUCONV_CUDA(cudaMemcpyAsync(h_out(s), d_out(s), unit_out_bytes(w), cudaMemcpyDeviceToHost, download_));
+      }
+      GPUCONV_CUDA(cudaEventRecord(downloaded_[s], download_));
+    }
+    if (direct) {
+      GPUCONV_CUDA(cudaStreamSynchronize(download_));
+      return;
+    }
+    for (long long u = std::max(0LL, L.units - L.slots); u < L.units; ++u) drain(u);
   }
 
   unsigned grid_for(long long work) const { return (unsigned)std::min<long long>((work + 255) / 256, max_grid_); }
@@ -324,8 +456,13 @@ class cuda_backend final : public plan::impl {
   std::unique_ptr<fft::real_2d_plan> fft_;
   device_buffer<float> tiles_;
   device_buffer<cf> spectrum_;
-  device_buffer<char> staging_;
-  cuda_stream stream_;
+  device_buffer<char> staging_;     // execute() on host buffers: the units' device slots
+  pinned_buffer pinned_in_, pinned_out_, outside_row_;
+  std::unique_ptr<copy_pool> copier_;
+  cuda_stream stream_, upload_, download_;
+  cuda_event uploaded_[3] = {cuda_event(cudaEventDisableTiming), cuda_event(cudaEventDisableTiming), cuda_event(cudaEventDisableTiming)};
+  cuda_event convolved_[3] = {cuda_event(cudaEventDisableTiming), cuda_event(cudaEventDisableTiming), cuda_event(cudaEventDisableTiming)};
+  cuda_event downloaded_[3] = {cuda_event(cudaEventDisableTiming), cuda_event(cudaEventDisableTiming), cuda_event(cudaEventDisableTiming)};
 };
 
 }  // namespace

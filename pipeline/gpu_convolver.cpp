@@ -34,21 +34,6 @@ bool direct_download() {
 
 }  // namespace
 
-pinned_buffer::~pinned_buffer() {
-  if (data_) cudaFreeHost(data_);
-}
-
-void* pinned_buffer::reserve(std::size_t bytes) {
-  if (bytes > bytes_) {
-    if (data_) cudaFreeHost(data_);
-    data_ = nullptr;
-    bytes_ = 0;
-    GPUCONV_CUDA(cudaMallocHost(&data_, bytes));
-    bytes_ = bytes;
-  }
-  return data_;
-}
-
 gpu_convolver::gpu_convolver(std::vector<float> kernel, int kh, int kw, const image_rules& rules,
                              std::size_t memory_limit)
     : rules_(rules), plans_(std::move(kernel), kh, kw, [&] {

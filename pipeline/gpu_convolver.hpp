@@ -38,21 +38,6 @@ struct gpu_result {
   long long clipped = 0;  // narrow outputs: pixels with a channel rounded outside the range
 };
 
-// Page-locked host memory (cudaMallocHost), grown on demand.
-class pinned_buffer {
- public:
-  pinned_buffer() = default;
-  pinned_buffer(const pinned_buffer&) = delete;
-  pinned_buffer& operator=(const pinned_buffer&) = delete;
-  ~pinned_buffer();
-  void* reserve(std::size_t bytes);
-  void* data() const { return data_; }
-
- private:
-  void* data_ = nullptr;
-  std::size_t bytes_ = 0;
-};
-
 class gpu_convolver {
  public:
   // kernel: kh x kw as it will be applied. `memory_limit` as conv::plan_options (0: default).

@@ -16,5 +16,6 @@ struct options {
 
 int run_fft1d(const options& opt);
 int run_conv(const options& opt);
+int run_host(const options& opt);
 
 }  // namespace gpuconv::bench

@@ -14,10 +14,12 @@ void usage() {
   std::fprintf(stderr,
                "usage: gpuconv-bench fft1d [--points P] [--reps R] [--warmup W] [--sizes n1,n2,...] [--csv FILE]\n"
                "       gpuconv-bench conv [--reps R] [--warmup W] [--sizes k1,k2,...] [--tile T] [--csv FILE]\n"
+               "       gpuconv-bench host [--reps R] [--warmup W] [--csv FILE]\n"
                "  fft1d  batched 1D R2C/C2R, n = 4..4096, against cuFFT (P points per transform, default 2^28)\n"
                "  conv   'same' convolution of 1x4096^2, 64x256^2, 1024x64^2 images, K = 3..127, against the\n"
                "         cuFFT pipeline (pad, R2C, multiply, C2R, crop); --sizes selects kernel sizes, --tile\n"
-               "         forces a square tile (the cost model still picks the path that holds it)\n");
+               "         forces a square tile (the cost model still picks the path that holds it)\n"
+               "  host   plan::execute on host buffers (pageable and page-locked) against the PCIe floor\n");
 }
 
 }  // namespace
@@ -57,6 +59,7 @@ int main(int argc, char** argv) {
     }
     if (cmd == "fft1d") return run_fft1d(opt);
     if (cmd == "conv") return run_conv(opt);
+    if (cmd == "host") return run_host(opt);
     usage();
     return 2;
   } catch (const std::exception& e) {

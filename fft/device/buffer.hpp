@@ -1,4 +1,4 @@
-// RAII owners for device memory, streams and events.
+// RAII owners for device memory, page-locked host memory, streams and events.
 #pragma once
 #include <cstddef>
 #include <utility>
@@ -48,6 +48,34 @@ class device_buffer {
   }
   T* data_ = nullptr;
   std::size_t count_ = 0;
+};
+
+// Page-locked host memory (cudaMallocHost), grown on demand (contents dropped on growth).
+class pinned_buffer {
+ public:
+  pinned_buffer() = default;
+  pinned_buffer(const pinned_buffer&) = delete;
+  pinned_buffer& operator=(const pinned_buffer&) = delete;
+  ~pinned_buffer() { release(); }
+  void* reserve(std::size_t bytes) {
+    if (bytes > bytes_) {
+      release();
+      GPUCONV_CUDA(cudaMallocHost(&data_, bytes));
+      bytes_ = bytes;
+    }
+    return data_;
+  }
+  void* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void release() {
+    if (data_) cudaFreeHost(data_);
+    data_ = nullptr;
+    bytes_ = 0;
+  }
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
 };
 
 class cuda_stream {
