@@ -1,0 +1,249 @@
+// gpuconv._gpuconv: the nanobind binding of conv::plan, and nothing more. Python sits on top
+// (python/gpuconv): array types, streams, batching, the plan cache, SciPy/OpenCV drop-ins.
+//
+// What crosses here: host buffers as NumPy arrays (C-contiguous, float32/uint8/uint16, the
+// GIL released while the plan runs), device buffers as raw pointers with a dtype name and a
+// stream handle (the caller's cudaStream_t as an int), and a CUDA-event timer of
+// execute_device for the benchmark's "Python overhead" column. C++ exceptions map by type:
+// std::invalid_argument -> ValueError (nanobind's translation), gpuconv::cuda_error (a
+// std::runtime_error) -> RuntimeError.
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "conv/plan.hpp"
+#include "fft/device/cuda_check.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace gpuconv::python {
+
+using conv::backend;
+
+// Python-side names of the options, parsed here so that a bad one names itself.
+conv::output_mode parse_mode(const std::string& s) {
+  if (s == "same") return conv::output_mode::same;
+  if (s == "full") return conv::output_mode::full;
+  if (s == "valid") return conv::output_mode::valid;
+  throw std::invalid_argument("gpuconv: mode '" + s + "' is not one of 'same', 'full', 'valid'");
+}
+
+conv::boundary parse_boundary(const std::string& s) {
+  if (s == "zero") return conv::boundary::zero;
+  if (s == "constant") return conv::boundary::constant;
+  if (s == "replicate") return conv::boundary::replicate;
+  if (s == "reflect") return conv::boundary::reflect;
+  if (s == "reflect101") return conv::boundary::reflect101;
+  if (s == "wrap") return conv::boundary::wrap;
+  throw std::invalid_argument("gpuconv: boundary '" + s +
+                              "' is not one of 'zero', 'constant', 'replicate', 'reflect', 'reflect101', 'wrap'");
+}
+
+backend parse_backend(const std::string& s) {
+  if (s == "auto") return backend::automatic;
+  if (s == "cuda") return backend::cuda;
+  if (s == "cpu") return backend::cpu;
+  throw std::invalid_argument("gpuconv: device '" + s + "' is not one of 'auto', 'cuda', 'cpu'");
+}
+
+enum class dtype { f32, u8, u16 };
+
+dtype parse_dtype(const std::string& s) {
+  if (s == "float32") return dtype::f32;
+  if (s == "uint8") return dtype::u8;
+  if (s == "uint16") return dtype::u16;
+  throw std::invalid_argument("gpuconv: dtype '" + s + "' is not one of float32, uint8, uint16");
+}
+
+const char* path_name(conv::cuda_path p) {
+  switch (p) {
+    case conv::cuda_path::fused: return "fused";
+    case conv::cuda_path::three_pass: return "three_pass";
+    case conv::cuda_path::multipass: return "multipass";
+    case conv::cuda_path::automatic: break;
+  }
+  return "none";
+}
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+// One conv::plan with what the binding checks buffers against.
+class plan {
+ public:
+  using kernel_bank = nb::ndarray<const float, nb::ndim<3>, nb::c_contig, nb::device::cpu>;
+
+  plan(long long height, long long width, int planes, kernel_bank kernels, const std::string& mode,
+       const std::string& boundary, bool correlate, float cval, const std::string& device, int tile, int threads)
+      : height_(height), width_(width), planes_(planes), plan_(make(height, width, planes, kernels, mode, boundary,
+                                                                  correlate, cval, device, tile, threads)) {}
+
+  // Host buffers: NumPy arrays of planes x H x W in and output_planes x oh x ow out.
+  void execute(nb::ndarray<nb::c_contig, nb::device::cpu> in, nb::ndarray<nb::c_contig, nb::device::cpu> out) {
+    if (in.dtype() != out.dtype()) throw nb::type_error("gpuconv: input and output dtypes differ");
+    check_size("input", in.size(), planes_ * height_ * width_);
+    check_size("output", out.size(), output_planes() * output_height() * output_width());
+    const dtype t = dtype_of(in.dtype());
+    nb::gil_scoped_release unlocked;
+    switch (t) {
+      case dtype::f32: plan_.execute(static_cast<const float*>(in.data()), static_cast<float*>(out.data())); break;
+      case dtype::u8:
+        plan_.execute(static_cast<const std::uint8_t*>(in.data()), static_cast<std::uint8_t*>(out.data()));
+        break;
+      case dtype::u16:
+        plan_.execute(static_cast<const std::uint16_t*>(in.data()), static_cast<std::uint16_t*>(out.data()));
+        break;
+    }
+  }
+
+  // Device buffers as addresses; asynchronous on `stream` (a cudaStream_t as an int, 0 =
+  // the legacy default stream). The caller owns the buffers and their sizes.
+  void execute_device(std::uintptr_t in, std::uintptr_t out, const std::string& type, std::uintptr_t stream) {
+    const dtype t = parse_dtype(type);
+    nb::gil_scoped_release unlocked;
+    run_device(in, out, t, reinterpret_cast<cudaStream_t>(stream));
+  }
+
+  // For the benchmark: `iterations` calls of execute_device on `stream`, each between two
+  // CUDA events after `warmup` untimed calls; returns the milliseconds of each call.
+  std::vector<float> time_execute_device(std::uintptr_t in, std::uintptr_t out, const std::string& type,
+                                         std::uintptr_t stream_handle, int iterations, int warmup) {
+    if (iterations < 1) throw std::invalid_argument("gpuconv: iterations " + std::to_string(iterations) + " is < 1");
+    const dtype t = parse_dtype(type);
+    const auto stream = reinterpret_cast<cudaStream_t>(stream_handle);
+    nb::gil_scoped_release unlocked;
+    std::vector<cudaEvent_t> events(2 * iterations);
+    for (auto& e : events) check_cuda(cudaEventCreate(&e), "cudaEventCreate");
+    std::vector<float> ms(iterations);
+    try {
+      for (int i = 0; i < warmup; ++i) run_device(in, out, t, stream);
+      for (int i = 0; i < iterations; ++i) {
+        check_cuda(cudaEventRecord(events[2 * i], stream), "cudaEventRecord");
+        run_device(in, out, t, stream);
+        check_cuda(cudaEventRecord(events[2 * i + 1], stream), "cudaEventRecord");
+      }
+      check_cuda(cudaEventSynchronize(events.back()), "cudaEventSynchronize");
+      for (int i = 0; i < iterations; ++i)
+        check_cuda(cudaEventElapsedTime(&ms[i], events[2 * i], events[2 * i + 1]), "cudaEventElapsedTime");
+    } catch (...) {
+      for (auto e : events) cudaEventDestroy(e);
+      throw;
+    }
+    for (auto e : events) cudaEventDestroy(e);
+    return ms;
+  }
+
+  std::string selected_backend() const { return plan_.selected_backend() == backend::cuda ? "cuda" : "cpu"; }
+  std::string path() const { return path_name(plan_.path()); }
+  long long output_planes() const { return plan_.output_planes(); }
+  long long output_height() const { return plan_.output_height(); }
+  long long output_width() const { return plan_.output_width(); }
+  std::vector<int> tile() const { return {plan_.tiles().tile_h, plan_.tiles().tile_w}; }
+
+ private:
+  static conv::plan make(long long height, long long width, int planes, const kernel_bank& kernels,
+                         const std::string& mode, const std::string& boundary, bool correlate, float cval,
+                         const std::string& device, int tile, int threads) {
+    conv::plan_options o;
+    o.semantics.op = correlate ? conv::operation::correlation : conv::operation::convolution;
+    o.semantics.mode = parse_mode(mode);
+    o.semantics.border = parse_boundary(boundary);
+    o.semantics.constant_value = cval;
+    o.device = parse_backend(device);
+    o.tile = tile;
+    o.threads = threads;
+    const auto count = static_cast<int>(kernels.shape(0)), kh = static_cast<int>(kernels.shape(1)),
+               kw = static_cast<int>(kernels.shape(2));
+    if (count < 1 || kh < 1 || kw < 1)
+      throw std::invalid_argument("gpuconv: kernel bank shape (" + std::to_string(count) + ", " + std::to_string(kh) +
+                                  ", " + std::to_string(kw) + ") has an empty side");
+    nb::gil_scoped_release unlocked;  // the CUDA backend's set-up takes milliseconds
+    return conv::plan(height, width, planes, kernels.data(), count, kh, kw, o);
+  }
+
+  static dtype dtype_of(nb::dlpack::dtype t) {
+    if (t == nb::dtype<float>()) return dtype::f32;
+    if (t == nb::dtype<std::uint8_t>()) return dtype::u8;
+    if (t == nb::dtype<std::uint16_t>()) return dtype::u16;
+    throw nb::type_error("gpuconv: dtype is not float32, uint8 or uint16");
+  }
+
+  static void check_size(const char* what, std::size_t got, long long want) {
+    if (static_cast<long long>(got) != want)
+      throw std::invalid_argument(std::string("gpuconv: ") + what + " holds " + std::to_string(got) +
+                                  " elements, the plan needs " + std::to_string(want));
+  }
+
+  void run_device(std::uintptr_t in, std::uintptr_t out, dtype t, cudaStream_t stream) {
+    const void* src = reinterpret_cast<const void*>(in);
+    void* dst = reinterpret_cast<void*>(out);
+    switch (t) {
+      case dtype::f32: plan_.execute_device(static_cast<const float*>(src), static_cast<float*>(dst), stream); break;
+      case dtype::u8:
+        plan_.execute_device(static_cast<const std::uint8_t*>(src), static_cast<std::uint8_t*>(dst), stream);
+        break;
+      case dtype::u16:
+        plan_.execute_device(static_cast<const std::uint16_t*>(src), static_cast<std::uint16_t*>(dst), stream);
+        break;
+    }
+  }
+
+  long long height_, width_, planes_;
+  conv::plan plan_;
+};
+
+}  // namespace gpuconv::python
+
+NB_MODULE(_gpuconv, m) {
+  using gpuconv::python::plan;
+  m.doc() = "gpuconv's C++ core: conv::plan bound with nanobind (use the gpuconv package on top)";
+
+  nb::class_<plan>(m, "Plan", "A conv::plan: built once for a shape, kernel bank and options, executed many times")
+      .def(nb::init<long long, long long, int, plan::kernel_bank, const std::string&, const std::string&, bool, float,
+                    const std::string&, int, int>(),
+           "height"_a, "width"_a, "planes"_a, "kernels"_a, "mode"_a = "same", "boundary"_a = "reflect101",
+           "correlate"_a = false, "cval"_a = 0.f, "device"_a = "auto", "tile"_a = 0, "threads"_a = 0,
+           "kernels: float32 (count, kh, kw), C-contiguous, on the host")
+      .def("execute", &plan::execute, "input"_a, "output"_a,
+           "Host buffers (NumPy, C-contiguous, same dtype: float32, uint8 or uint16); the GIL is released")
+      .def("execute_device", &plan::execute_device, "input_ptr"_a, "output_ptr"_a, "dtype"_a, "stream"_a = 0,
+           "Device addresses (CUDA backend); asynchronous on the stream handle")
+      .def("time_execute_device", &plan::time_execute_device, "input_ptr"_a, "output_ptr"_a, "dtype"_a,
+           "stream"_a = 0, "iterations"_a = 20, "warmup"_a = 3,
+           "Milliseconds of each of `iterations` execute_device calls, timed by CUDA events on the stream")
+      .def_prop_ro("backend", &plan::selected_backend)
+      .def_prop_ro("path", &plan::path)
+      .def_prop_ro("output_planes", &plan::output_planes)
+      .def_prop_ro("output_height", &plan::output_height)
+      .def_prop_ro("output_width", &plan::output_width)
+      .def_prop_ro("tile", &plan::tile);
+
+  m.def("cuda_device_count", &gpuconv::python::device_count,
+        "Number of CUDA devices the runtime sees (0 without a driver or a GPU); never raises");
+  m.def(
+      "set_device",
+      [](int device) { gpuconv::check_cuda(cudaSetDevice(device), "cudaSetDevice"); },
+      "device"_a, "Makes `device` current for this thread in gpuconv's CUDA runtime");
+  m.def(
+      "get_device",
+      [] {
+        int d = 0;
+        gpuconv::check_cuda(cudaGetDevice(&d), "cudaGetDevice");
+        return d;
+      },
+      "The current device of this thread in gpuconv's CUDA runtime");
+}
