@@ -7,7 +7,7 @@
 // execute_device for the benchmark's "Python overhead" column. C++ exceptions map by type:
 // std::invalid_argument -> ValueError (nanobind's translation), gpuconv::cuda_error (a
 // std::runtime_error) -> RuntimeError.
-#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -15,6 +15,7 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -119,17 +120,25 @@ class plan {
   }
 
   // For the benchmark: `iterations` calls of execute_device on `stream`, each between two
-  // CUDA events after `warmup` untimed calls; returns the milliseconds of each call.
-  std::vector<float> time_execute_device(std::uintptr_t in, std::uintptr_t out, const std::string& type,
+  // CUDA events, after `warmup` untimed calls; then `iterations` calls again without events,
+  // timed on the host from the first call to the stream's completion. Returns the
+  // milliseconds of each call by the events, and the host's milliseconds per call of the
+  // second loop: the C++ floor that a Python loop of calls is compared with.
+  std::pair<std::vector<float>, double> time_execute_device(std::uintptr_t in, std::uintptr_t out, const std::string& type,
                                          std::uintptr_t stream_handle, int iterations, int warmup) {
     if (iterations < 1) throw std::invalid_argument("gpuconv: iterations " + std::to_string(iterations) + " is < 1");
     const dtype t = parse_dtype(type);
     const auto stream = reinterpret_cast<cudaStream_t>(stream_handle);
     nb::gil_scoped_release unlocked;
-    std::vector<cudaEvent_t> events(2 * iterations);
-    for (auto& e : events) check_cuda(cudaEventCreate(&e), "cudaEventCreate");
+    std::vector<cudaEvent_t> events(2 * iterations, nullptr);
     std::vector<float> ms(iterations);
+    double wall_ms = 0;
+    const auto destroy = [&events] {
+      for (auto e : events)
+        if (e) cudaEventDestroy(e);
+    };
     try {
+      for (auto& e : events) check_cuda(cudaEventCreate(&e), "cudaEventCreate");
       for (int i = 0; i < warmup; ++i) run_device(in, out, t, stream);
       for (int i = 0; i < iterations; ++i) {
         check_cuda(cudaEventRecord(events[2 * i], stream), "cudaEventRecord");
@@ -137,14 +146,18 @@ class plan {
         check_cuda(cudaEventRecord(events[2 * i + 1], stream), "cudaEventRecord");
       }
       check_cuda(cudaEventSynchronize(events.back()), "cudaEventSynchronize");
+      const auto start = std::chrono::steady_clock::now();  // the same calls without events
+      for (int i = 0; i < iterations; ++i) run_device(in, out, t, stream);
+      check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+      wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / iterations;
       for (int i = 0; i < iterations; ++i)
         check_cuda(cudaEventElapsedTime(&ms[i], events[2 * i], events[2 * i + 1]), "cudaEventElapsedTime");
     } catch (...) {
-      for (auto e : events) cudaEventDestroy(e);
+      destroy();
       throw;
     }
-    for (auto e : events) cudaEventDestroy(e);
-    return ms;
+    destroy();
+    return {ms, wall_ms};
   }
 
   std::string selected_backend() const { return plan_.selected_backend() == backend::cuda ? "cuda" : "cpu"; }
@@ -224,7 +237,7 @@ NB_MODULE(_gpuconv, m) {
            "Device addresses (CUDA backend); asynchronous on the stream handle")
       .def("time_execute_device", &plan::time_execute_device, "input_ptr"_a, "output_ptr"_a, "dtype"_a,
            "stream"_a = 0, "iterations"_a = 20, "warmup"_a = 3,
-           "Milliseconds of each of `iterations` execute_device calls, timed by CUDA events on the stream")
+           "(milliseconds of each of `iterations` execute_device calls by CUDA events on the stream, host milliseconds per call of the loop)")
       .def_prop_ro("backend", &plan::selected_backend)
       .def_prop_ro("path", &plan::path)
       .def_prop_ro("output_planes", &plan::output_planes)
