@@ -61,7 +61,9 @@ void write_image_atomic(const fs::path& out, const cv::Mat& image, bool overwrit
   write_bytes_atomic(out, bytes, overwrite);
 }
 
-void write_bytes_atomic(const fs::path& out, const std::vector<unsigned char>& bytes, bool overwrite) {
+void write_bytes_atomic(const fs::path& out, const std::vector<unsigned char>& bytes, bool overwrite,
+                        bool despite_interrupt) {
+  const auto stop = [&] { return interrupted() && !despite_interrupt; };
   static std::atomic<unsigned long> counter{0};
   const fs::path dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
   const fs::path temp = dir / ("." + out.filename().string() + temp_marker + std::to_string(::getpid()) + "-" +
@@ -82,7 +84,7 @@ void write_bytes_atomic(const fs::path& out, const std::vector<unsigned char>& b
   std::size_t written = 0;
   while (written < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR && !interrupted()) continue;
+    if (n < 0 && errno == EINTR && !stop()) continue;
     if (n <= 0) {
       const int e = n < 0 ? errno : EIO;
       ::close(fd);
@@ -97,7 +99,7 @@ void write_bytes_atomic(const fs::path& out, const std::vector<unsigned char>& b
     throw output_error(name + ": fsync failed: " + errno_text(e));
   }
   if (::close(fd) != 0) throw output_error(name + ": cannot be written: " + errno_text(errno));
-  if (interrupted()) throw output_error(name + ": interrupted before it was written");
+  if (stop()) throw output_error(name + ": interrupted before it was written");
 
   if (overwrite) {
     if (::rename(temp.c_str(), out.c_str()) != 0)

@@ -15,8 +15,10 @@ namespace gpuconv::app {
 
 void write_image_atomic(const std::filesystem::path& out, const cv::Mat& image, bool overwrite = true,
                         const std::vector<int>& params = {});
-// The same for bytes already encoded (the GPU's JPEG encoder).
-void write_bytes_atomic(const std::filesystem::path& out, const std::vector<unsigned char>& bytes, bool overwrite = true);
+// The same for bytes already encoded (the GPU's JPEG encoder). `despite_interrupt`: written
+// even after SIGINT/SIGTERM (the batch's --summary, which reports the interrupted run).
+void write_bytes_atomic(const std::filesystem::path& out, const std::vector<unsigned char>& bytes, bool overwrite = true,
+                        bool despite_interrupt = false);
 
 // True for names write_image_atomic uses for its temp files (tests look for leftovers).
 bool is_temp_name(const std::filesystem::path& file);

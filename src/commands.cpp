@@ -261,7 +261,8 @@ int run_batch_command(const cli_options& o, std::ostream& err) {
   print_summary(r, o.quiet, err);
   if (!o.batch.summary.empty()) {
     const std::string json = summary_json(r, o.batch);
-    write_bytes_atomic(o.batch.summary, std::vector<unsigned char>(json.begin(), json.end()), true);
+    // also (above all) when interrupted: it says what was done
+    write_bytes_atomic(o.batch.summary, std::vector<unsigned char>(json.begin(), json.end()), true, true);
   }
   return exit_code_for(r);
 }

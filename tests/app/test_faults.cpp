@@ -199,8 +199,9 @@ TEST_CASE("faults: SIGINT / SIGTERM mid-batch: summary, 130 / 143, no partial fi
   const auto in = dir / "in", out = dir / "out";
   constexpr int images = 40, side = 160;
   make_images(in, images, side);
-  const std::vector<std::string> args{"batch", in.string(), "gaussian:8", out.string(), "--device", "cpu", "--jobs",
-                                      "1"};
+  const auto summary = dir / "summary.json";
+  const std::vector<std::string> args{"batch",  in.string(), "gaussian:8", out.string(), "--device",
+                                      "cpu",    "--jobs",    "1",          "--summary",  summary.string()};
   const pid_t pid = test::spawn_gpuconv(args, dir.path());
   REQUIRE(pid > 0);
   // signal once the first output exists (not a temp file): the run is under way
@@ -219,6 +220,9 @@ TEST_CASE("faults: SIGINT / SIGTERM mid-batch: summary, 130 / 143, no partial fi
   if (r.exit_code == 0) SKIP("the batch finished before the signal arrived");
   CHECK(r.exit_code == 128 + signal);
   CHECK_THAT(r.err, ContainsSubstring("batch interrupted: done ") && ContainsSubstring("not processed"));
+  // the JSON summary is written despite the interrupt, and says so
+  REQUIRE(fs::exists(summary));
+  CHECK_THAT(test::read_file(summary), ContainsSubstring("\"interrupted\": true"));
   check_outputs_whole(out, side);
   std::size_t written = 0;
   for (const auto& e : fs::directory_iterator(out)) written += e.is_regular_file();
@@ -231,6 +235,7 @@ TEST_CASE("faults: SIGINT / SIGTERM mid-batch: summary, 130 / 143, no partial fi
   const auto again = test::run_gpuconv(resume, dir.path());
   INFO(again.err);
   CHECK(again.exit_code == 0);
+  CHECK_THAT(test::read_file(summary), ContainsSubstring("\"interrupted\": false"));
   CHECK_THAT(again.err, ContainsSubstring("done " + std::to_string(images - written) + ", skipped " +
                                           std::to_string(written) + ", failed 0"));
   check_outputs_whole(out, side);
