@@ -14,6 +14,9 @@ export DEBIAN_FRONTEND=noninteractive
 # clang and libclang-rt-dev (libFuzzer, the sanitizer runtimes): scripts/fuzz.sh
 packages=(build-essential cmake ninja-build pkg-config ca-certificates libopencv-dev libcli11-dev git clang libclang-rt-dev time python3
           python3-pip unzip)
+# --- Python package (scripts/python-test.sh): venv, pip, and what the tests compare with
+packages+=(python3-venv python3-dev python3-numpy python3-scipy python3-opencv python3-pytest)
+# --- end Python package
 catch_from=()
 
 case "${ID}:${VERSION_CODENAME:-}" in

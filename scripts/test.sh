@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is needed (scripts/setup.sh), builds, and runs the whole test suite through
-# CTest, then the load test (scripts/load-test.sh: 10,000 images through gpuconv batch). On a
-# machine without a GPU the [gpu] tests are reported as skipped.
+# CTest, then the load test (scripts/load-test.sh: 10,000 images through gpuconv batch), then
+# the Python package (scripts/python-test.sh: wheel, venv, pytest). On a machine without a GPU
+# the [gpu] tests (and pytest's gpu tests) are reported as skipped.
 # Then, unless GPUCONV_SANITIZE=0:
 #  - the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer on all host code
 #    (GPUCONV_SANITIZE=ON, build dir build-asan, no benchmark); the [cli] tests run the
@@ -19,6 +20,13 @@ cmake --build "$build" -j "$jobs"
 ctest --test-dir "$build" --output-on-failure
 # load: 10,000 generated images through gpuconv batch, bounded memory, no temp file left
 bash scripts/load-test.sh 10000 "$build/apps/gpuconv"
+
+# --- Python package: a wheel (pip wheel .) installed in a venv, pytest on tests/python (the
+# GPU tests reported as skipped without a device). GPUCONV_PYTHON=0 skips it.
+if [ "${GPUCONV_PYTHON:-1}" != 0 ]; then
+  bash scripts/python-test.sh
+fi
+# --- end Python package
 
 if [ "${GPUCONV_SANITIZE:-1}" != 0 ]; then
   asan=${GPUCONV_ASAN_BUILD_DIR:-build-asan}

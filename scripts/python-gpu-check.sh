@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The Python package on a GPU machine, from the repo root, without network: builds and installs
+# gpuconv into a temporary prefix with the interpreter's own scikit-build-core and nanobind
+# (pip --no-build-isolation --no-deps --target), runs pytest on tests/python including the
+# gpu tests (CuPy, PyTorch; -rs lists any skip with its reason), then python -m gpuconv.bench.
+# Logs, the JUnit XML and the benchmark's markdown table go to $OUT (default
+# ./python-gpu-logs). A short summary closes the output. Takes 3-5 minutes on an H100.
+# Environment: PYTHON (default /opt/torch/.venv/bin/python when present, else python3),
+# GPUCONV_BENCH=0 skips the benchmark, GPUCONV_BENCH_ARGS adds arguments to it.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+out=${OUT:-$repo/python-gpu-logs}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+if [ -z "${PYTHON:-}" ]; then
+  if [ -x /opt/torch/.venv/bin/python ]; then PYTHON=/opt/torch/.venv/bin/python; else PYTHON=python3; fi
+fi
+export PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
+
+{
+  echo "== $(date -u +%FT%TZ) $(uname -n)"
+  nvidia-smi -L 2>&1 || echo "nvidia-smi: not available"
+  "$PYTHON" -c 'import sys; print("python", sys.version.split()[0])'
+  for m in numpy scipy cv2 cupy torch nanobind scikit_build_core pytest; do
+    "$PYTHON" -c "import $m; print('$m', getattr($m, '__version__', '?'))" 2>&1 | tail -1
+  done
+  command -v nvcc >/dev/null && nvcc --version | tail -1
+  cmake --version | head -1
+} > "$out/environment.txt" 2>&1
+cat "$out/environment.txt"
+
+prefix=$(mktemp -d "${TMPDIR:-/tmp}/gpuconv-python.XXXXXX")
+trap 'rm -rf "$prefix"' EXIT
+start=$(date +%s)
+echo "python-gpu-check: building and installing into $prefix (log: $out/build.log)"
+if ! "$PYTHON" -m pip install --no-build-isolation --no-deps --target "$prefix" -v . > "$out/build.log" 2>&1; then
+  tail -40 "$out/build.log"
+  echo "python-gpu-check: SUMMARY: the build failed (see $out/build.log)"
+  exit 1
+fi
+build_s=$(( $(date +%s) - start ))
+echo "python-gpu-check: built and installed in ${build_s} s"
+export PYTHONPATH="$prefix${PYTHONPATH:+:$PYTHONPATH}"
+
+cd "$prefix"  # import the installed package, not the tree
+"$PYTHON" -c 'import gpuconv; print("gpuconv", gpuconv.__version__, gpuconv.__file__, "CUDA device:", gpuconv.cuda_available())' \
+  2>&1 | tee "$out/import.log"
+timeout 300 "$PYTHON" -m pytest -c "$repo/pyproject.toml" --rootdir "$repo" -p no:cacheprovider -rs -v \
+  --junitxml="$out/pytest.xml" "$repo/tests/python" > "$out/pytest.log" 2>&1
+pytest_rc=$?
+grep -E "^(FAILED|ERROR|SKIPPED \[)" "$out/pytest.log" | head -40
+tail -1 "$out/pytest.log"
+gpu_passed=$(grep -cE "test_gpu.py::.* PASSED" "$out/pytest.log")
+gpu_total=$(grep -cE "test_gpu.py::" "$out/pytest.log")
+
+bench_rc=skipped
+if [ "${GPUCONV_BENCH:-1}" != 0 ]; then
+  echo "python-gpu-check: python -m gpuconv.bench (log: $out/bench.log)"
+  # shellcheck disable=SC2086
+  timeout 300 "$PYTHON" -m gpuconv.bench --out "$out/bench.md" ${GPUCONV_BENCH_ARGS:-} 2>&1 | tee "$out/bench.log"
+  bench_rc=${PIPESTATUS[0]}
+fi
+cd "$repo"
+
+echo
+echo "python-gpu-check: SUMMARY"
+echo "  build + install: ${build_s} s"
+echo "  pytest (exit $pytest_rc): $(tail -1 "$out/pytest.log")"
+echo "  gpu tests: $gpu_passed of $gpu_total passed"
+echo "  bench (exit $bench_rc): $(grep -E '^Python overhead' "$out/bench.log" 2>/dev/null || echo 'no overhead line')"
+echo "  $(grep -E '^Results agree' "$out/bench.log" 2>/dev/null || echo 'no agreement line')"
+[ -f "$out/bench.md" ] && echo "  table: $out/bench.md"
+echo "  logs: $out"
+[ "$pytest_rc" = 0 ] && { [ "$bench_rc" = 0 ] || [ "$bench_rc" = skipped ]; }
