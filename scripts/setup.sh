@@ -17,6 +17,12 @@ packages=(build-essential cmake ninja-build pkg-config ca-certificates libopencv
 # --- Python package (scripts/python-test.sh): venv, pip, and what the tests compare with
 packages+=(python3-venv python3-dev python3-numpy python3-scipy python3-opencv python3-pytest)
 # --- end Python package
+# --- Slurm test (scripts/slurm/test-slurm.sh, CTest slurm_array): the daemons and clients, run
+# by the test itself from a temp directory. On a systemd host the packages enable munge.service
+# (its own key, unused by the test); slurmctld/slurmd do not start without /etc/slurm/slurm.conf.
+# GPUCONV_SLURM=0 leaves them out (the test is then reported as skipped).
+if [ "${GPUCONV_SLURM:-1}" != 0 ]; then packages+=(slurmctld slurmd slurm-client munge); fi
+# --- end Slurm test
 catch_from=()
 
 case "${ID}:${VERSION_CODENAME:-}" in
