@@ -22,6 +22,8 @@
 // cudaHostRegister) are copied to and from directly. Units also keep the device staging
 // within the memory cap when the image does not fit it.
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <thread>
 
 #include "backend.hpp"
@@ -257,7 +259,15 @@ class cuda_backend final : public plan::impl {
     std::size_t in_bytes = 0, out_bytes = 0;  // one slot's input and output
   };
 
-  static constexpr std::size_t min_unit_bytes = std::size_t(2) << 20, max_unit_bytes = std::size_t(16) << 20;
+  static constexpr std::size_t min_unit_bytes = std::size_t(512) << 10;
+  // GPUCONV_HOST_UNIT_MB (measurements; default 16)
+  static std::size_t max_unit_bytes() {
+    static const std::size_t b = [] {
+      const char* e = std::getenv("GPUCONV_HOST_UNIT_MB");
+      return std::size_t(e && std::atoi(e) > 0 ? std::atoi(e) : 16) << 20;
+    }();
+    return b;
+  }
 
   host_layout layout_for(std::size_t bytes) const {
     const tile_map& m = prob.map;
@@ -271,7 +281,7 @@ class cuda_backend final : public plan::impl {
       L.out_bytes = P * plane_out;
       return L;
     }
-    const std::size_t target = std::clamp(total / 8, min_unit_bytes, max_unit_bytes);
+    const std::size_t target = std::clamp(total / 8, min_unit_bytes, max_unit_bytes());
     for (int slots = 3; slots >= 1; --slots) {
       const std::size_t per_slot = slots > 1 ? std::min(target, staging_bytes_ / slots) : staging_bytes_;
       L.slots = slots;
@@ -301,6 +311,12 @@ class cuda_backend final : public plan::impl {
                                 std::to_string((W + kc * ow) * (long long)bytes) + " bytes a row");
   }
 
+  // GPUCONV_COPY_THREADS (measurements; default: the cores, at most 16)
+  static int copy_threads(int hw) {
+    const char* e = std::getenv("GPUCONV_COPY_THREADS");
+    return e && std::atoi(e) > 0 ? std::atoi(e) : std::min(16, hw);
+  }
+
   static bool page_locked(const void* p) {
     cudaPointerAttributes a{};
     if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
@@ -318,6 +334,9 @@ class cuda_backend final : public plan::impl {
     const long long W = prob.width, H = prob.height, ow = m.out_w, oh = m.out_h, kc = m.kernels;
     const std::size_t plane_in = std::size_t(H * W) * bytes, plane_out = std::size_t(kc * oh * ow) * bytes;
     const long long bands = L.whole ? 1 : (oh + L.rows - 1) / L.rows;
+    // page-locked caller buffers are copied directly. (Registering pageable ones for the call,
+    // cudaHostRegister + cudaHostUnregister, costs ~11 ms per 144 MB on the H100 machine:
+    // twice the PCIe time of the bytes.)
     const bool direct = page_locked(in) && page_locked(out);
 
     const std::size_t slot_bytes = align_up(L.in_bytes) + align_up(L.out_bytes);
@@ -327,7 +346,7 @@ class cuda_backend final : public plan::impl {
       pinned_out_.reserve(L.slots * align_up(L.out_bytes));
       if (!copier_) {
         const int hw = (int)std::max(1u, std::thread::hardware_concurrency());
-        copier_ = std::make_unique<copy_pool>(prob.options.threads > 0 ? prob.options.threads : std::min(8, hw));
+        copier_ = std::make_unique<copy_pool>(prob.options.threads > 0 ? prob.options.threads : copy_threads(hw));
       }
     }
     // a row of the outside value (zero or constant boundary), in the pixel type, page-locked
@@ -349,9 +368,8 @@ class cuda_backend final : public plan::impl {
       return unit{u / bands, 1, y0, std::min(L.rows, oh - y0)};
     };
     // where a unit's input comes from (dst offsets within the slot) and its output goes
-    std::vector<copy_segment> segs;
+    std::vector<copy_segment> segs;  // appended to by input_segments and output_segments
     auto input_segments = [&](const unit& w, char* base) {
-      segs.clear();
       if (L.whole) {
         segs.push_back({base, in + w.plane * plane_in, std::size_t(w.planes) * plane_in});
         return;
@@ -369,7 +387,6 @@ class cuda_backend final : public plan::impl {
       }
     };
     auto output_segments = [&](const unit& w, const char* base) {
-      segs.clear();
       if (L.whole) {
         segs.push_back({out + w.plane * plane_out, base, std::size_t(w.planes) * plane_out});
         return;
@@ -396,17 +413,17 @@ class cuda_backend final : public plan::impl {
     auto unit_out_bytes = [&](const unit& w) {
       return L.whole ? std::size_t(w.planes) * plane_out : std::size_t(kc * w.rows * ow) * bytes;
     };
-    auto drain = [&](long long u) {  // unit u's output, downloaded into its slot, to the caller
+    auto drain_segments = [&](long long u) {  // unit u's output, once downloaded into its slot
       const int s = int(u % L.slots);
       GPUCONV_CUDA(cudaEventSynchronize(downloaded_[s]));
       output_segments(unit_at(u), h_out(s));
-      copier_->copy(segs);
     };
 
     for (long long u = 0; u < L.units; ++u) {
       const int s = int(u % L.slots);
       const unit w = unit_at(u);
-      if (!direct && u >= L.slots) drain(u - L.slots);  // frees slot s
+      segs.clear();
+      if (!direct && u >= L.slots) drain_segments(u - L.slots);  // frees slot s
       // upload, after the previous unit of this slot has been convolved
       GPUCONV_CUDA(cudaStreamWaitEvent(upload_, convolved_[s], 0));
       if (direct) {
@@ -415,7 +432,7 @@ class cuda_backend final : public plan::impl {
           GPUCONV_CUDA(cudaMemcpyAsync(g.dst, g.src, g.bytes, cudaMemcpyHostToDevice, upload_));
       } else {
         input_segments(w, h_in(s));
-        copier_->copy(segs);
+        copier_->copy(segs);  // the previous unit's output and this unit's input in one job
         GPUCONV_CUDA(cudaMemcpyAsync(d_in(s), h_in(s), unit_in_bytes(w), cudaMemcpyHostToDevice, upload_));
       }
       GPUCONV_CUDA(cudaEventRecord(uploaded_[s], upload_));
@@ -427,6 +444,7 @@ class cuda_backend final : public plan::impl {
       // download
       GPUCONV_CUDA(cudaStreamWaitEvent(download_, convolved_[s], 0));
       if (direct) {
+        segs.clear();
         output_segments(w, d_out(s));
         for (const copy_segment& g : segs)
           GPUCONV_CUDA(cudaMemcpyAsync(g.dst, g.src, g.bytes, cudaMemcpyDeviceToHost, download_));
@@ -439,7 +457,11 @@ class cuda_backend final : public plan::impl {
       GPUCONV_CUDA(cudaStreamSynchronize(download_));
       return;
     }
-    for (long long u = std::max(0LL, L.units - L.slots); u < L.units; ++u) drain(u);
+    for (long long u = std::max(0LL, L.units - L.slots); u < L.units; ++u) {
+      segs.clear();
+      drain_segments(u);
+      copier_->copy(segs);
+    }
   }
 
   unsigned grid_for(long long work) const { return (unsigned)std::min<long long>((work + 255) / 256, max_grid_); }

@@ -51,7 +51,7 @@ void copy_pool::copy(const std::vector<copy_segment>& segments) {
     job_ = &segments;
     job_bytes_ = total;
     parts_ = parts;
-    pending_ = parts - 1;
+    pending_ = (int)workers_.size();  // every worker acknowledges (those beyond `parts` copy nothing)
     ++generation_;
   }
   start_.notify_all();
@@ -72,8 +72,7 @@ void copy_pool::worker(int index) {
       seen = generation_;
       parts = parts_;
     }
-    if (index >= parts) continue;  // this job is split over fewer copiers
-    share(index, parts);
+    if (index < parts) share(index, parts);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       --pending_;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bench.hpp"
+#include "conv/host_copy.hpp"
 #include "conv/plan.hpp"
 #include "timing.cuh"
 
@@ -126,6 +127,22 @@ int run_host(const options& opt) {
       {"1x4096^2 f32 K=9", 1, 4096, 4096, 9, 4},     {"64x256^2 f32 K=9", 64, 256, 256, 9, 4},
       {"1x1024^2 f32 K=9", 1, 1024, 1024, 9, 4},
   };
+  {  // the host side's own rates: parallel memcpy between pageable buffers, and page-locking a buffer
+    const std::size_t bytes = std::size_t(144) << 20;
+    std::vector<char> a(bytes, 1), b(bytes, 2);
+    std::printf("host memcpy of %zu MB (GB/s by threads):", bytes >> 20);
+    for (int t : {1, 2, 4, 8, 16}) {
+      conv::copy_pool pool(t);
+      const std::vector<conv::copy_segment> seg{{b.data(), a.data(), bytes}};
+      const double ms = median_wall_ms([&] { pool.copy(seg); }, 1, 5);
+      std::printf(" %d: %.1f", t, double(bytes) / (ms * 1e-3) / 1e9);
+    }
+    const double reg = median_wall_ms([&] {
+      GPUCONV_CUDA(cudaHostRegister(a.data(), bytes, cudaHostRegisterDefault));
+      GPUCONV_CUDA(cudaHostUnregister(a.data()));
+    }, 1, 5);
+    std::printf("\ncudaHostRegister + cudaHostUnregister of %zu MB: %.2f ms\n\n", bytes >> 20, reg);
+  }
   std::vector<host_row> rows;
   std::printf("%-22s %7s | %6s %6s %8s | %9s | %8s %6s | %8s %6s | %7s | %s\n", "case", "MB in", "H2D", "D2H", "floor",
               "pageable", "execute", "%floor", "pinned", "%floor", "device", "max diff");
