@@ -94,7 +94,7 @@ class plan {
                                                                   correlate, cval, device, tile, threads)) {}
 
   // Host buffers: NumPy arrays of planes x H x W in and output_planes x oh x ow out.
-  void execute(nb::ndarray<nb::c_contig, nb::device::cpu> in, nb::ndarray<nb::c_contig, nb::device::cpu> out) {
+  void execute(nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> in, nb::ndarray<nb::c_contig, nb::device::cpu> out) {
     if (in.dtype() != out.dtype()) throw nb::type_error("gpuconv: input and output dtypes differ");
     check_size("input", in.size(), planes_ * height_ * width_);
     check_size("output", out.size(), output_planes() * output_height() * output_width());

@@ -101,6 +101,16 @@ def test_non_contiguous_input_is_copied(rng):
                                       gpuconv.convolve(np.ascontiguousarray(view), k, device="cpu"))
 
 
+def test_read_only_and_broadcast_inputs(rng):
+    x = random_image(rng, (20, 20), "float32")
+    want = gpuconv.convolve(x, np.ones((3, 3)), device="cpu")
+    x.flags.writeable = False
+    np.testing.assert_array_equal(gpuconv.convolve(x, np.ones((3, 3)), device="cpu"), want)
+    b = np.broadcast_to(x, (2, 20, 20))
+    got = gpuconv.convolve(b, np.ones((3, 3)), device="cpu")
+    np.testing.assert_array_equal(got[1], want)
+
+
 def test_plan_reuse_and_out(rng):
     shape = (3, 32, 30)
     k = random_kernel(rng, (7, 5))
