@@ -17,8 +17,9 @@
 // convolved and unit u-3 comes back; H2D, compute and D2H each have a stream, ordered by
 // events. A band's input rows (with the rows the kernel reaches beyond it, mapped by the
 // boundary rule on the host) form an image of their own, convolved with 'valid' geometry
-// along y and the plan's along x; bands are whole tile rows, so the tiles (and results) are
-// those of the whole image. Caller buffers that are already page-locked (cudaHostAlloc,
+// along y and the plan's along x; bands are whole tile rows, so every tile but a band's last
+// holds the same samples as in one call over the whole image (the last one's rows past the
+// band differ: float rounding, not the function, changes). Caller buffers that are already page-locked (cudaHostAlloc,
 // cudaHostRegister) are copied to and from directly. Units also keep the device staging
 // within the memory cap when the image does not fit it.
 #include <algorithm>
