@@ -44,6 +44,7 @@ done
 [ ${#missing[@]} = 0 ] || skip "not installed: ${missing[*]} (apt-get install slurmctld slurmd slurm-client munge python3)"
 export PATH=$PATH:/usr/sbin:/sbin
 [ -x "$bin" ] || fail "$bin is not built"
+bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")  # the jobs run elsewhere
 [ -f "$array_script" ] || fail "$array_script is missing"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpuconv-slurm.XXXXXX")
@@ -87,7 +88,7 @@ cleanup() {
     kill -KILL "$munged_pid" 2>/dev/null
   fi
   if [ "$rc" != 0 ] && [ "$rc" != 77 ]; then
-    for f in "$tmp"/log/*.log; do
+    for f in "$tmp"/log/*.log "$tmp"/jobs/*.log; do
       [ -f "$f" ] || continue
       echo "---- $(basename "$f") (last 25 lines)" >&2
       tail -n 25 "$f" >&2
@@ -112,6 +113,8 @@ trap 'echo "test-slurm: interrupted" >&2; exit 143' INT TERM
   wait $sleeper
   echo "test-slurm: FAIL: still running after $limit s" >&2
   kill -TERM $$
+  # and what the test waits for in the foreground (timeout, python3, ...), so that its trap runs now
+  for p in $(ps -o pid= --ppid $$); do [ "$p" = "$BASHPID" ] || kill -TERM "$p" 2>/dev/null; done
 ) &
 watchdog=$!
 
@@ -127,7 +130,7 @@ wait_for() {
 
 # ---- MUNGE: a key, its own socket, pid, log and seed
 mkdir -p "$tmp/munge" "$tmp/log" "$tmp/state" "$tmp/spool" "$tmp/run" "$tmp/jobs"
-chmod 700 "$tmp/munge"
+chmod 755 "$tmp/munge"  # munged wants its socket's directory searchable by all (the key stays 0400)
 if ! mungekey --create --keyfile="$tmp/munge/munge.key" 2>/dev/null; then
   dd if=/dev/urandom of="$tmp/munge/munge.key" bs=1024 count=1 status=none
 fi
@@ -196,6 +199,7 @@ NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
 PartitionName=ci Nodes=$node Default=YES MaxTime=10 State=UP
 EOF
 export SLURM_CONF=$conf
+mkdir -p "$tmp/spool/$node"
 env "$token" slurmctld -D -c -f "$conf" >>"$tmp/log/slurmctld.out" 2>&1 &
 ctld_pid=$!
 wait_for 30 "slurmctld" scontrol ping
