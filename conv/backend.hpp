@@ -98,6 +98,7 @@ struct plan::impl {
   virtual ~impl() = default;
   virtual backend kind() const = 0;
   virtual cuda_path path() const { return cuda_path::automatic; }
+  virtual cpu_method method() const { return cpu_method::automatic; }
   virtual void execute(const void* in, void* out, pixel p) = 0;
   virtual void execute_device(const void*, void*, pixel, cudaStream_t) {
     throw std::invalid_argument("execute_device needs the CUDA backend");
@@ -106,6 +107,8 @@ struct plan::impl {
 };
 
 std::unique_ptr<plan::impl> make_cuda_backend(problem p);
-std::unique_ptr<plan::impl> make_cpu_backend(problem p);
+std::unique_ptr<plan::impl> make_cpu_backend(problem p);  // the method chosen by method.hpp
+std::unique_ptr<plan::impl> make_cpu_direct(problem p);
+std::unique_ptr<plan::impl> make_cpu_separable(problem p, rank1_factors f);
 
 }  // namespace gpuconv::conv

@@ -1,4 +1,5 @@
-// CPU backend: the tile pipeline on the host, from the same fft_t (fft/host), tiles spread
+// CPU backend: the method chosen by method.hpp (direct_cpu.cpp, separable_cpu.cpp, or the
+// FFT method here). FFT: the tile pipeline on the host, from the same fft_t (fft/host), tiles spread
 // over threads. Per tile: gather (boundary rule) -> row R2C -> transpose -> column FFT,
 // multiply by the kernel spectrum, inverse column FFT -> transpose -> row C2R -> scatter.
 #include <algorithm>
@@ -37,6 +38,7 @@ class cpu_backend final : public plan::impl {
   }
 
   backend kind() const override { return backend::cpu; }
+  cpu_method method() const override { return cpu_method::fft; }
 
   void execute(const void* in, void* out, pixel p) override {
     if (p == pixel::f32) {
@@ -98,6 +100,15 @@ class cpu_backend final : public plan::impl {
 
 }  // namespace
 
-std::unique_ptr<plan::impl> make_cpu_backend(problem p) { return std::make_unique<cpu_backend>(std::move(p)); }
+std::unique_ptr<plan::impl> make_cpu_backend(problem p) {
+  const tiling& t = p.tiles;
+  cpu_choice c = choose_cpu_method(p.kernel, p.kernels, p.kh, p.kw, t.tile_h, t.tile_w, t.valid_h, t.valid_w,
+                                   p.options.cpu);
+  switch (c.method) {
+    case cpu_method::direct: return make_cpu_direct(std::move(p));
+    case cpu_method::separable: return make_cpu_separable(std::move(p), std::move(c.factors));
+    default: return std::make_unique<cpu_backend>(std::move(p));
+  }
+}
 
 }  // namespace gpuconv::conv

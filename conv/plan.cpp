@@ -68,6 +68,7 @@ void plan::execute_device_any(const void* in, void* out, int bytes, bool is_floa
 }
 
 cuda_path plan::path() const { return impl_->path(); }
+cpu_method plan::method() const { return impl_->method(); }
 
 backend plan::selected_backend() const { return impl_->kind(); }
 long long plan::output_planes() const { return impl_->prob.output_planes(); }

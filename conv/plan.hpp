@@ -18,6 +18,7 @@
 
 #include <cuda_runtime.h>
 
+#include "method.hpp"
 #include "semantics.hpp"
 #include "tiling.hpp"
 
@@ -40,6 +41,7 @@ struct plan_options {
   bool autotune = false;                // CUDA, path automatic, no forced tile: time the candidate paths
                                         // and tiles on this shape at plan time (a few ms) instead of the model
   int threads = 0;                      // CPU backend threads (0: all cores)
+  cpu_method cpu = cpu_method::automatic;  // CPU backend: direct, separable or FFT (automatic: method.hpp's cost model)
 };
 
 class plan {
@@ -78,6 +80,7 @@ class plan {
 
   backend selected_backend() const;
   cuda_path path() const;  // the CUDA backend's path (automatic on the CPU backend)
+  cpu_method method() const;  // the CPU backend's method (automatic on the CUDA backend)
   long long output_planes() const;  // planes x kernel_count
   long long output_height() const;
   long long output_width() const;

@@ -1,0 +1,55 @@
+// taps_rows, built once per ISA (AVX-512, AVX2+FMA, baseline x86-64) and dispatched at load
+// time through the ifunc GCC makes for target_clones: one portable binary.
+#include "cpu_rows.hpp"
+
+// The helpers below are always inlined into each clone; GCC's note that a 64-byte vector
+// argument's ABI differs without AVX-512 is about calls that never happen.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace gpuconv::conv {
+
+namespace {
+
+// 16 floats; GCC lowers it to one AVX-512, two AVX2 or four SSE registers per clone.
+typedef float v16 __attribute__((vector_size(64)));
+typedef float v16_unaligned __attribute__((vector_size(64), aligned(4)));
+
+inline __attribute__((always_inline)) v16 load(const float* p) { return *reinterpret_cast<const v16_unaligned*>(p); }
+inline __attribute__((always_inline)) void store(float* p, v16 v) { *reinterpret_cast<v16_unaligned*>(p) = v; }
+
+}  // namespace
+
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+void taps_rows(const float* const* rows, const float* k, int kh, int kw, long long n, float* out) {
+  constexpr int block = 64;  // outputs held in four vectors across all taps
+  long long t = 0;
+  for (; t + block <= n; t += block) {
+    v16 a0 = {}, a1 = {}, a2 = {}, a3 = {};
+    for (int i = 0; i < kh; ++i) {
+      const float* r = rows[i] + t + kw - 1;
+      const float* ki = k + (long long)i * kw;
+      for (int j = 0; j < kw; ++j) {
+        const float c = ki[j];
+        const float* s = r - j;
+        a0 += c * load(s);
+        a1 += c * load(s + 16);
+        a2 += c * load(s + 32);
+        a3 += c * load(s + 48);
+      }
+    }
+    store(out + t, a0);
+    store(out + t + 16, a1);
+    store(out + t + 32, a2);
+    store(out + t + 48, a3);
+  }
+  for (; t < n; ++t) {
+    float acc = 0;
+    for (int i = 0; i < kh; ++i)
+      for (int j = 0; j < kw; ++j) acc += k[(long long)i * kw + j] * rows[i][t + kw - 1 - j];
+    out[t] = acc;
+  }
+}
+
+}  // namespace gpuconv::conv

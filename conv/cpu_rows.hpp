@@ -1,0 +1,110 @@
+// Row machinery shared by the CPU backend's direct and separable methods: a plane is cut
+// into units of (band of output rows) x (strip of output columns); a unit builds the
+// extended source rows it needs in float (the boundary rule applied once per row, the
+// pixel type converted on the way in, so uint8/uint16 images need no float copy), filters
+// them with taps_rows, and stores rounded and saturated rows for narrow types.
+//
+// Extended row of source row r for output columns [x0, x0 + n):
+//   ext[t] = in_ext(r, x0 + t + ox - (kw - 1)),  t < n + kw - 1,
+// so that out(y, x0 + t) = sum_{i, j} k(i, j) ext_{y + oy - i}[t + kw - 1 - j].
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "backend.hpp"
+
+namespace gpuconv::conv {
+
+// out[t] = sum_{i < kh, j < kw} k[i * kw + j] * rows[i][t + kw - 1 - j] for t < n: the one
+// inner loop of both methods (direct: all taps; separable: kh = 1 for the row pass, kw = 1
+// for the column pass). Vectorised along t, compiled per ISA with run-time dispatch.
+void taps_rows(const float* const* rows, const float* k, int kh, int kw, long long n, float* out);
+
+// The value outside the image for zero/constant boundaries, in the pixel type's range.
+inline float outside_value(const problem& p, pixel px) {
+  if (p.options.semantics.border == boundary::zero) return 0.f;
+  const float v = p.options.semantics.constant_value;
+  return px == pixel::u8 ? float(saturate_round<std::uint8_t>(v))
+         : px == pixel::u16 ? float(saturate_round<std::uint16_t>(v)) : v;
+}
+
+// ext[t] for t < n + kw - 1 (header comment); src_row null: the row lies outside (zero or
+// constant boundary) and every value is `outside`.
+template <typename T>
+void extend_row(const T* src_row, long long width, long long first, long long count, boundary b, float outside,
+                float* ext) {
+  if (!src_row) {
+    std::fill(ext, ext + count, outside);
+    return;
+  }
+  // first + t in [0, width) for t in [lo, hi)
+  const long long lo = std::clamp(-first, 0LL, count), hi = std::clamp(width - first, lo, count);
+  for (long long t = 0; t < lo; ++t) {
+    const int c = border_index(first + t, (int)width, b);
+    ext[t] = c < 0 ? outside : float(src_row[c]);
+  }
+  const T* s = src_row + first;
+  for (long long t = lo; t < hi; ++t) ext[t] = float(s[t]);
+  for (long long t = hi; t < count; ++t) {
+    const int c = border_index(first + t, (int)width, b);
+    ext[t] = c < 0 ? outside : float(src_row[c]);
+  }
+}
+
+template <typename T>
+void store_row(const float* v, long long n, T* out) {
+  if constexpr (std::is_same_v<T, float>) std::copy(v, v + n, out);
+  else
+    for (long long t = 0; t < n; ++t) out[t] = saturate_round<T>(v[t]);
+}
+
+// Runs f(unit) for unit < units on up to `threads` threads (this one included).
+template <typename F>
+void parallel_units(int threads, long long units, F&& f) {
+  std::atomic<long long> next{0};
+  auto worker = [&] {
+    for (long long u = next++; u < units; u = next++) f(u);
+  };
+  const int workers = (int)std::min<long long>(std::max(threads, 1), units);
+  std::vector<std::thread> pool;
+  for (int w = 1; w < workers; ++w) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+}
+
+inline int cpu_threads(const problem& p) {
+  return p.options.threads > 0 ? p.options.threads : (int)std::max(1u, std::thread::hardware_concurrency());
+}
+
+// The units of the planes: bands of `band` output rows x strips of `strip` output columns.
+struct row_units {
+  long long out_h, out_w;
+  int band, strip;
+  long long bands() const { return (out_h + band - 1) / band; }
+  long long strips() const { return (out_w + strip - 1) / strip; }
+  long long per_plane() const { return bands() * strips(); }
+
+  struct span {
+    long long plane, y0, y1, x0, n;  // output rows [y0, y1), columns [x0, x0 + n)
+  };
+  span at(long long u) const {
+    const long long plane = u / per_plane(), r = u % per_plane();
+    const long long y0 = (r / strips()) * band, x0 = (r % strips()) * strip;
+    return {plane, y0, std::min(out_h, y0 + band), x0, std::min<long long>(strip, out_w - x0)};
+  }
+};
+
+// f(in, out) with the buffers typed as the call's pixels.
+template <typename F>
+void with_pixels(const void* in, void* out, pixel px, F&& f) {
+  switch (px) {
+    case pixel::f32: f(static_cast<const float*>(in), static_cast<float*>(out)); break;
+    case pixel::u8: f(static_cast<const std::uint8_t*>(in), static_cast<std::uint8_t*>(out)); break;
+    case pixel::u16: f(static_cast<const std::uint16_t*>(in), static_cast<std::uint16_t*>(out)); break;
+  }
+}
+
+}  // namespace gpuconv::conv

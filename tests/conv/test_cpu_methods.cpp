@@ -1,0 +1,173 @@
+// The CPU backend's methods (conv/method.hpp) forced one by one, each against the direct
+// double-precision reference: direct, separable (rank-1 kernels: outer products) and FFT,
+// over modes x operations x boundaries x pixel types (float, uint8, uint16), kernel banks,
+// and the chooser itself.
+// float: ||out - ref|| / || |k| * |x| || <= 1e-5 for direct and separable (they sum kh * kw or
+// kh + kw float products, ~K * 6e-8 relative), 2e-5 for the FFT (4 x its bound on 128^2
+// tiles), each output's scale being at least ||k||_2 rms(x) as in test_conv_plan.cpp.
+// uint8/uint16: the reference rounded half to even and saturated, except pixels within that
+// tolerance of the scale of a half step, which may round either way.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "conv/method.hpp"
+#include "conv/plan.hpp"
+#include "conv/reference.hpp"
+#include "support/reference.hpp"
+
+using namespace gpuconv;
+using namespace gpuconv::conv;
+
+namespace {
+
+const std::array<boundary, 6> all_borders{boundary::zero, boundary::constant, boundary::replicate,
+                                          boundary::reflect, boundary::reflect101, boundary::wrap};
+
+// kernels: `count` kernels of kh x kw, rank-1 when `separable`
+std::vector<float> make_kernels(int count, int kh, int kw, bool separable, std::uint64_t seed) {
+  if (!separable) return test::random_reals<float>(std::size_t(count) * kh * kw, seed);
+  const auto c = test::random_reals<float>(std::size_t(count) * kh, seed), r = test::random_reals<float>(std::size_t(count) * kw, seed + 1);
+  std::vector<float> k(std::size_t(count) * kh * kw);
+  for (int q = 0; q < count; ++q)
+    for (int i = 0; i < kh; ++i)
+      for (int j = 0; j < kw; ++j) k[(std::size_t(q) * kh + i) * kw + j] = c[q * kh + i] * r[q * kw + j];
+  return k;
+}
+
+template <typename T>
+void check_method(cpu_method method, long long h, long long w, int planes, int count, int kh, int kw, const options& o) {
+  const auto seed = test::fresh_seed();
+  INFO("method " << to_string(method) << ", type bytes " << sizeof(T) << (std::is_same_v<T, float> ? " (float)" : "")
+                 << ", image " << h << "x" << w << "x" << planes << ", bank " << count << " of " << kh << "x" << kw
+                 << ", mode " << int(o.mode) << ", op " << int(o.op) << ", border " << int(o.border) << ", seed " << seed);
+  constexpr bool narrow = !std::is_same_v<T, float>;
+  const double hi = std::is_same_v<T, std::uint8_t> ? 255 : 65535;
+  const auto noise = test::random_reals<float>(std::size_t(h * w * planes), seed);
+  std::vector<T> img(noise.size());
+  std::vector<float> img_f(noise.size()), img_abs(noise.size());
+  for (std::size_t i = 0; i < img.size(); ++i) {
+    img[i] = narrow ? T(std::lround((noise[i] * 0.5 + 0.5) * hi)) : T(noise[i]);
+    img_f[i] = float(img[i]);
+    img_abs[i] = std::abs(img_f[i]);
+  }
+  const auto ks = make_kernels(count, kh, kw, method == cpu_method::separable, seed + 5);
+  plan_options po;
+  po.semantics = o;
+  if (narrow) po.semantics.constant_value = float(hi * 0.3) + 0.4f;  // rounded to the type, as OpenCV does
+  po.device = backend::cpu;
+  po.cpu = method;
+  po.threads = 2;
+  plan p(h, w, planes, ks.data(), count, kh, kw, po);
+  REQUIRE(p.method() == method);
+  const long long per = p.output_height() * p.output_width();
+  std::vector<T> out(std::size_t(per * planes * count), T(77));
+  p.execute(img.data(), out.data());
+  options ro = po.semantics;
+  if (narrow) ro.constant_value = float(std::nearbyint(ro.constant_value));
+  options ro_abs = ro;
+  ro_abs.constant_value = std::abs(ro.constant_value);
+  for (int k = 0; k < count; ++k) {
+    const float* kk = ks.data() + std::size_t(k) * kh * kw;
+    std::vector<float> k_abs(kk, kk + std::size_t(kh) * kw);
+    for (auto& v : k_abs) v = std::abs(v);
+    // an output's scale is at least ||k||_2 rms(x): the FFT spreads its rounding over the tile
+    double k2 = 0, x2 = 0;
+    for (int i = 0; i < kh * kw; ++i) k2 += double(kk[i]) * kk[i];
+    for (float v : img_f) x2 += double(v) * v;
+    const double floor = std::max(std::sqrt(k2 * x2 / double(img_f.size())), 1e-3);
+    const double tolerance = method == cpu_method::fft ? 2e-5 : 1e-5;
+    std::vector<double> ref(std::size_t(per * planes)), scale(ref.size());
+    direct_convolve(img_f.data(), h, w, planes, kk, kh, kw, ro, ref.data());
+    direct_convolve(img_abs.data(), h, w, planes, k_abs.data(), kh, kw, ro_abs, scale.data());
+    double num = 0, den = 0;
+    for (int q = 0; q < planes; ++q)
+      for (long long i = 0; i < per; ++i) {
+        const double got = double(out[std::size_t((q * count + k) * per + i)]), want = ref[std::size_t(q * per + i)];
+        const double s = std::max(scale[std::size_t(q * per + i)], floor);
+        REQUIRE(std::isfinite(got));
+        if constexpr (narrow) {
+          const double expect = std::min(hi, std::max(0.0, std::nearbyint(want)));
+          const double allowance = tolerance * s + 1e-3, frac = want - std::floor(want);
+          INFO("kernel " << k << ", plane " << q << ", pixel " << i << ": got " << got << ", reference " << want);
+          if (std::abs(frac - 0.5) > allowance) REQUIRE(got == expect);
+          else REQUIRE(std::abs(got - std::min(hi, std::max(0.0, want))) <= 0.5 + allowance);
+        } else {
+          num += (got - want) * (got - want);
+          den += s * s;
+        }
+      }
+    if constexpr (!narrow) {
+      INFO("kernel " << k << ": relative L2 error " << std::sqrt(num / den));
+      CHECK(std::sqrt(num / den) <= tolerance);
+    }
+  }
+}
+
+void sweep_method(cpu_method method) {
+  const auto k = GENERATE(std::array<int, 2>{1, 1}, std::array<int, 2>{2, 3}, std::array<int, 2>{3, 3},
+                          std::array<int, 2>{7, 4}, std::array<int, 2>{15, 15});
+  const auto img = GENERATE(std::array<int, 2>{1, 1}, std::array<int, 2>{9, 13}, std::array<int, 2>{70, 150});
+  for (auto mode : {output_mode::same, output_mode::full, output_mode::valid})
+    for (auto op : {operation::convolution, operation::correlation})
+      for (auto border : all_borders) {
+        if (mode == output_mode::valid && (k[0] > img[0] || k[1] > img[1])) continue;
+        options o;
+        o.mode = mode;
+        o.op = op;
+        o.border = border;
+        o.constant_value = 0.25f;
+        check_method<float>(method, img[0], img[1], 2, 1, k[0], k[1], o);
+        check_method<std::uint8_t>(method, img[0], img[1], 1, 1, k[0], k[1], o);
+        check_method<std::uint16_t>(method, img[0], img[1], 1, 1, k[0], k[1], o);
+      }
+}
+
+}  // namespace
+
+TEST_CASE("CPU direct method matches the reference: modes x operations x boundaries x types", "[conv]") {
+  sweep_method(cpu_method::direct);
+}
+
+TEST_CASE("CPU separable method matches the reference: modes x operations x boundaries x types", "[conv]") {
+  sweep_method(cpu_method::separable);
+}
+
+TEST_CASE("CPU FFT method matches the reference: modes x operations x boundaries x types", "[conv]") {
+  sweep_method(cpu_method::fft);
+}
+
+TEST_CASE("CPU methods: banks, several units per plane, wide kernels", "[conv]") {
+  options o;
+  o.border = boundary::reflect;
+  for (auto m : {cpu_method::direct, cpu_method::separable, cpu_method::fft}) {
+    check_method<float>(m, 300, 1100, 2, 3, 5, 7, o);   // several bands and strips, a bank
+    check_method<std::uint8_t>(m, 90, 700, 1, 2, 9, 3, o);
+    o.mode = output_mode::full;
+    check_method<float>(m, 80, 75, 1, 1, 41, 33, o);    // kernel wider than a band's rows
+    o.mode = output_mode::same;
+  }
+}
+
+TEST_CASE("CPU method chooser: rank-1 detection and the cost model's choices", "[conv]") {
+  const auto sep = make_kernels(1, 7, 7, true, 42), dense = make_kernels(1, 7, 7, false, 42);
+  CHECK(factor_rank1(sep.data(), 7, 7).found());
+  CHECK_FALSE(factor_rank1(dense.data(), 7, 7).found());
+  const std::vector<float> zero(9, 0.f);
+  CHECK_FALSE(factor_rank1(zero.data(), 3, 3).found());
+  const float k3[9] = {1, 2, 1, 2, 4, 2, 1, 2, 1};
+  plan_options po;
+  po.device = backend::cpu;
+  CHECK(plan(64, 64, 1, k3, 3, 3, po).method() == cpu_method::direct);  // 9 taps cost less than two passes
+  CHECK(plan(64, 64, 1, sep.data(), 7, 7, po).method() == cpu_method::separable);
+  CHECK(plan(64, 64, 1, dense.data(), 7, 7, po).method() == cpu_method::direct);
+  const auto big = make_kernels(1, 63, 63, false, 7);
+  CHECK(plan(512, 512, 1, big.data(), 63, 63, po).method() == cpu_method::fft);
+  po.cpu = cpu_method::separable;
+  CHECK_THROWS_AS(plan(64, 64, 1, dense.data(), 7, 7, po), std::invalid_argument);
+}
