@@ -1,101 +1,83 @@
 // CPU backend: the method chosen by method.hpp (direct_cpu.cpp, separable_cpu.cpp, or the
-// FFT method here). FFT: the tile pipeline on the host, from the same fft_t (fft/host), tiles spread
-// over threads. Per tile: gather (boundary rule) -> row R2C -> transpose -> column FFT,
-// multiply by the kernel spectrum, inverse column FFT -> transpose -> row C2R -> scatter.
-#include <algorithm>
-#include <atomic>
-#include <thread>
-
-#include "backend.hpp"
-#include "fft/host/real_1d_host.hpp"
+// FFT method here). FFT: overlap-save tiles (tiling.hpp) spread over threads; per tile:
+// gather (boundary rule, pixel type converted on the way in: cpu_rows.hpp's extend_row),
+// 2D R2C (fft/host/real_2d_tile.hpp: transforms vectorised across columns, per-ISA loops),
+// multiply by the kernel spectrum, C2R, scatter (rounded and saturated for narrow pixels).
+#include "cpu_rows.hpp"
+#include "fft/host/real_2d_tile.hpp"
 
 namespace gpuconv::conv {
 
 namespace {
 
-using cf = fft::complex_t<float>;
+using tile_plan = fft::host::real_2d_tile_plan;
 
-class cpu_backend final : public plan::impl {
+class cpu_fft final : public plan::impl {
  public:
-  explicit cpu_backend(problem p)
-      : impl(std::move(p)),
-        th_(prob.tiles.tile_h),
-        tw_(prob.tiles.tile_w),
-        half_(tw_ / 2 + 1),
-        rows_(tw_, th_, 1),
-        columns_(th_) {
-    threads_ = prob.options.threads > 0 ? prob.options.threads : (int)std::max(1u, std::thread::hardware_concurrency());
-    // the kernels' spectra, each in the transposed layout [half][th]
-    std::vector<cf> work((std::size_t)th_ * half_), scratch(th_);
-    spectra_.resize(prob.kernels);
+  explicit cpu_fft(problem p) : impl(std::move(p)), fft_(prob.tiles.tile_h, prob.tiles.tile_w) {
+    // the kernels' spectra, in the tile plan's spectrum layout
+    auto ws = fft_.make_workspace();
+    const int tw = fft_.tile_w();
+    spectra_re_.resize(prob.kernels);
+    spectra_im_.resize(prob.kernels);
     for (int k = 0; k < prob.kernels; ++k) {
       const auto tile = prob.kernel_tile(k);
-      spectra_[k].resize(work.size());
-      rows_.forward(tile.data(), work.data());
-      transpose(work.data(), spectra_[k].data(), th_, half_);
-      columns_.forward(spectra_[k].data(), half_, scratch.data());
+      for (int u = 0; u < fft_.tile_h(); ++u)
+        std::copy(tile.begin() + (std::size_t)u * tw, tile.begin() + (std::size_t)(u + 1) * tw, row(ws, u));
+      fft_.forward(ws);
+      spectra_re_[k] = ws.s_re;
+      spectra_im_[k] = ws.s_im;
     }
   }
 
   backend kind() const override { return backend::cpu; }
   cpu_method method() const override { return cpu_method::fft; }
 
-  void execute(const void* in, void* out, pixel p) override {
-    if (p == pixel::f32) {
-      run(static_cast<const float*>(in), static_cast<float*>(out), prob.map);
-      return;
-    }
-    // narrow pixels: through float buffers, rounded and saturated on the way out
-    std::vector<float> fin(prob.input_elements()), fout(prob.output_elements());
-    to_float(in, p, fin.size(), fin.data());
-    run(fin.data(), fout.data(), p == pixel::u8 ? map_for<std::uint8_t>(prob.map) : map_for<std::uint16_t>(prob.map));
-    from_float(fout.data(), fout.size(), p, out);
+  void execute(const void* in, void* out, pixel px) override {
+    with_pixels(in, out, px, [&](auto* i, auto* o) { run(i, o, px); });
   }
 
  private:
-  void run(const float* in, float* out, const tile_map& m) {
+  // tile row u in the plan's packed layout: even rows in z_re, odd rows in z_im
+  float* row(tile_plan::workspace& ws, int u) const {
+    return (u & 1 ? ws.z_im.data() : ws.z_re.data()) + (std::size_t)(u >> 1) * fft_.tile_w();
+  }
+
+  template <typename T>
+  void run(const T* in, T* out, pixel px) const {
+    const tile_map& m = prob.map;
+    const float outside = outside_value(prob, px);
     const long long total = prob.total_tiles();
     std::atomic<long long> next{0};
     auto worker = [&] {
-      std::vector<float> tile((std::size_t)th_ * tw_);
-      std::vector<cf> a((std::size_t)th_ * half_), b(a.size()), scratch(th_);
-      for (long long g = next++; g < total; g = next++) run_tile(in, out, m, g, tile, a, b, scratch);
+      auto ws = fft_.make_workspace();
+      for (long long g = next++; g < total; g = next++) {
+        const auto at = m.locate(g);
+        const long long x_first = at.tx * m.valid_w + m.ox - (m.kw - 1), y_first = at.ty * m.valid_h + m.oy - (m.kh - 1);
+        for (int u = 0; u < m.tile_h; ++u) {
+          const int r = border_index(y_first + u, (int)m.height, m.border);
+          extend_row(r < 0 ? nullptr : in + (at.plane * m.height + r) * m.width, m.width, x_first, m.tile_w, m.border,
+                     outside, row(ws, u));
+        }
+        fft_.forward(ws);
+        fft_.multiply(ws, spectra_re_[at.kernel].data(), spectra_im_[at.kernel].data());
+        fft_.inverse(ws);
+        const long long y0 = at.ty * m.valid_h, x0 = at.tx * m.valid_w;
+        const long long rows = std::min<long long>(m.valid_h, m.out_h - y0), cols = std::min<long long>(m.valid_w, m.out_w - x0);
+        for (long long a = 0; a < rows; ++a)
+          store_row(row(ws, (int)a + m.kh - 1) + (m.kw - 1), cols,
+                    out + ((at.plane * m.kernels + at.kernel) * m.out_h + y0 + a) * m.out_w + x0);
+      }
     };
-    const int workers = (int)std::min<long long>(threads_, total);
+    const int workers = (int)std::min<long long>(cpu_threads(prob), total);
     std::vector<std::thread> pool;
     for (int w = 1; w < workers; ++w) pool.emplace_back(worker);
     worker();
     for (auto& t : pool) t.join();
   }
 
-  static void transpose(const cf* in, cf* out, int rows, int cols) {
-    for (int r = 0; r < rows; ++r)
-      for (int c = 0; c < cols; ++c) out[(std::size_t)c * rows + r] = in[(std::size_t)r * cols + c];
-  }
-
-  void run_tile(const float* in, float* out, const tile_map& m, long long g, std::vector<float>& tile,
-                std::vector<cf>& a, std::vector<cf>& b, std::vector<cf>& scratch) const {
-    for (int u = 0; u < th_; ++u)
-      for (int v = 0; v < tw_; ++v) tile[(std::size_t)u * tw_ + v] = m.gather(in, g, u, v);
-    rows_.forward(tile.data(), a.data());
-    transpose(a.data(), b.data(), th_, half_);
-    columns_.forward(b.data(), half_, scratch.data());
-    const std::vector<cf>& spectrum = spectra_[m.locate(g).kernel];
-    for (std::size_t i = 0; i < b.size(); ++i) b[i] = b[i] * spectrum[i];
-    columns_.inverse(b.data(), half_, scratch.data());
-    transpose(b.data(), a.data(), half_, th_);
-    rows_.inverse(a.data(), tile.data());
-    for (int i = 0; i < m.valid_h; ++i)
-      for (int j = 0; j < m.valid_w; ++j) {
-        const long long o = m.output_index(g, i, j);
-        if (o >= 0) out[o] = tile[(std::size_t)(i + m.kh - 1) * tw_ + (j + m.kw - 1)];
-      }
-  }
-
-  int th_, tw_, half_, threads_ = 1;
-  fft::host::real_1d_plan<float> rows_;
-  fft::host::complex_1d_plan<float> columns_;
-  std::vector<std::vector<cf>> spectra_;
+  tile_plan fft_;
+  std::vector<std::vector<float>> spectra_re_, spectra_im_;
 };
 
 }  // namespace
@@ -107,7 +89,7 @@ std::unique_ptr<plan::impl> make_cpu_backend(problem p) {
   switch (c.method) {
     case cpu_method::direct: return make_cpu_direct(std::move(p));
     case cpu_method::separable: return make_cpu_separable(std::move(p), std::move(c.factors));
-    default: return std::make_unique<cpu_backend>(std::move(p));
+    default: return std::make_unique<cpu_fft>(std::move(p));
   }
 }
 
