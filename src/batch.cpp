@@ -262,15 +262,15 @@ std::vector<batch_item> plan_batch(const fs::path& in_dir, const fs::path& out_d
   std::sort(inputs.begin(), inputs.end());
   inputs.erase(std::unique(inputs.begin(), inputs.end()), inputs.end());
   // this process's shard: the files whose relative path hashes to it (cli.hpp, shard_of)
-  if (options.shard_count > 1)
+  // (and, under --devices, this worker's share of it)
+  if (options.shard_count > 1 || options.device_count > 1)
     inputs.erase(std::remove_if(inputs.begin(), inputs.end(),
                                 [&](const fs::path& p) {
-                                  return shard_of(p.lexically_relative(in_dir).generic_string(), options.shard_count) !=
-                                         options.shard_index;
+                                  return !takes_file(p.lexically_relative(in_dir).generic_string(), options);
                                 }),
                  inputs.end());
   for (auto& f : listed_outside)
-    if (options.shard_count <= 1 || shard_of(f.file, options.shard_count) == options.shard_index) {
+    if (takes_file(f.file, options)) {
       ++report.total;
       ++report.failed;
       report.failures.push_back(std::move(f));
@@ -617,6 +617,10 @@ void print_summary(const batch_report& r, bool quiet, std::ostream& log) {
   if (!quiet && r.clipped_pixels)
     log << "gpuconv: " << r.clipped_pixels << " pixels clipped in " << r.clipped_files << " file"
         << (r.clipped_files == 1 ? "" : "s") << "\n";
+  if (!quiet)
+    for (const auto& d : r.devices)
+      log << "gpuconv:   GPU " << d.gpu << ": done " << d.done << ", skipped " << d.skipped << ", failed " << d.failed
+          << " (" << std::fixed << std::setprecision(2) << d.seconds << " s)\n";
   if (r.failed) {
     log << "gpuconv: failed files:\n";
     for (const auto& f : r.failures) log << "  " << f.reason << "\n";
@@ -647,7 +651,18 @@ std::string summary_json(const batch_report& r, const batch_options& options) {
   for (std::size_t i = 0; i < r.failures.size(); ++i)
     s << (i ? "," : "") << "\n    {\"file\": " << json_string(r.failures[i].file)
       << ", \"reason\": " << json_string(r.failures[i].reason) << "}";
-  s << (r.failures.empty() ? "" : "\n  ") << "]\n}\n";
+  s << (r.failures.empty() ? "" : "\n  ") << "]";
+  if (!r.devices.empty()) {  // --devices: per GPU
+    s << ",\n  \"devices\": [";
+    for (std::size_t i = 0; i < r.devices.size(); ++i) {
+      const auto& d = r.devices[i];
+      s << (i ? "," : "") << "\n    {\"gpu\": " << json_string(d.gpu) << ", \"processed\": " << d.done
+        << ", \"skipped\": " << d.skipped << ", \"failed\": " << d.failed << ", \"seconds\": " << std::fixed
+        << std::setprecision(3) << d.seconds << "}";
+    }
+    s << "\n  ]";
+  }
+  s << "\n}\n";
   return s.str();
 }
 

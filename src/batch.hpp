@@ -28,6 +28,13 @@ struct batch_failure {
   std::string file, reason;
 };
 
+// One GPU's worker under --devices (devices.hpp).
+struct device_report {
+  std::string gpu;  // its CUDA_VISIBLE_DEVICES value
+  int done = 0, skipped = 0, failed = 0;
+  double seconds = 0;
+};
+
 struct batch_report {
   int total = 0, done = 0, skipped = 0, failed = 0, not_processed = 0;
   long long clipped_pixels = 0;
@@ -36,6 +43,7 @@ struct batch_report {
   double seconds = 0;
   bool interrupted = false;
   std::vector<batch_failure> failures;
+  std::vector<device_report> devices;  // --devices: per GPU (empty otherwise)
 };
 
 // Scans IN_DIR (OUT_DIR excluded when it lies inside) and decides each file's fate: to

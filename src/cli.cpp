@@ -1,6 +1,7 @@
 #include "cli.hpp"
 
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -223,13 +224,24 @@ shard_spec resolve_shard(const std::string& spec, int count, const char* (*env)(
   return s;
 }
 
-int shard_of(const std::string& relative_path, int count) {
+std::uint64_t path_hash(const std::string& relative_path) {
   std::uint64_t h = 1469598103934665603ull;  // FNV-1a 64
   for (unsigned char c : relative_path) {
     h ^= c;
     h *= 1099511628211ull;
   }
-  return int(h % std::uint64_t(count));
+  return h;
+}
+
+int shard_of(const std::string& relative_path, int count) { return int(path_hash(relative_path) % std::uint64_t(count)); }
+
+int device_share_of(const std::string& relative_path, int shards, int devices) {
+  return int(path_hash(relative_path) / std::uint64_t(std::max(1, shards)) % std::uint64_t(devices));
+}
+
+bool takes_file(const std::string& relative_path, const batch_options& o) {
+  if (o.shard_count > 1 && shard_of(relative_path, o.shard_count) != o.shard_index) return false;
+  return o.device_count <= 1 || device_share_of(relative_path, o.shard_count, o.device_count) == o.device_index;
 }
 
 std::vector<std::string> default_extensions() {
@@ -240,6 +252,7 @@ std::string version_string() { return std::string("gpuconv ") + GPUCONV_VERSION;
 
 cli_options parse_cli(const std::vector<std::string>& args) {
   cli_options o;
+  o.args = args;
   raw_values raw;
   const std::string first = args.empty() ? "" : args[0];
 
@@ -302,6 +315,9 @@ cli_options parse_cli(const std::vector<std::string>& args) {
     app.add_option("--files-from", o.batch.files_from,
                    "take the inputs from this list (one path per line, relative to IN_DIR or absolute under it; - for "
                    "stdin) instead of scanning IN_DIR");
+    app.add_option("--devices", o.batch.devices,
+                   "GPUs for --device cuda/auto: all (default: every visible GPU) or a list of ordinals, e.g. 0,2; "
+                   "with two or more, one worker process per listed GPU takes a share of the files");
     app.add_option("--summary", o.batch.summary,
                    "write a JSON summary (counts, failures with reasons, bytes, seconds) to this file at the end");
     app.footer(batch_footer);

@@ -6,6 +6,7 @@
 // The first argument picks the command; options are CLI11's. Bad options and values throw
 // usage_error (exit 2); --help and --version return command::print with the text to print.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ struct batch_options {
   int shard_index = 0, shard_count = 1;
   std::string files_from;               // --files-from: a list of inputs (a path, or "-": stdin)
   std::string summary;                  // --summary: a JSON report written here at the end
+  // --devices all|I,J,...: one worker process per listed GPU (devices.hpp); a worker takes the
+  // files of its shard whose device_share_of is its index among device_count workers
+  std::string devices = "all";
+  int device_index = 0, device_count = 1;
 };
 
 // --shard SPEC: "I/N" (0 <= I < N), or "auto": SLURM_ARRAY_TASK_ID minus SLURM_ARRAY_TASK_MIN
@@ -44,6 +49,14 @@ shard_spec resolve_shard(const std::string& spec, int count, const char* (*env)(
 // separators, modulo `count`. A file's shard depends on its own path only, so files added
 // between runs never move others to another shard.
 int shard_of(const std::string& relative_path, int count);
+std::uint64_t path_hash(const std::string& relative_path);  // the hash shard_of reduces
+
+// Which of `devices` worker processes takes a file of a shard of `shards`: (hash / shards) mod
+// devices, independent of the shard (hash mod shards) so that every shard splits evenly.
+int device_share_of(const std::string& relative_path, int shards, int devices);
+
+// A file belongs to this process: its shard and, under --devices, its worker's share.
+bool takes_file(const std::string& relative_path, const batch_options& o);
 
 // gpuconv bench workloads: generated 1024^2 PNGs, or 12 MP (4000 x 3000) JPEG photographs.
 enum class bench_workload { png, jpeg };
@@ -68,6 +81,7 @@ struct cli_options {
   bench_options bench;
   std::string text;                     // command::print: help or version text
   bool version = false;                 // --version: the GPU codecs' line follows the text
+  std::vector<std::string> args;        // the arguments as given (--devices relaunches them)
 };
 
 cli_options parse_cli(const std::vector<std::string>& args);  // the arguments after argv[0]

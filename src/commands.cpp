@@ -1,4 +1,5 @@
 #include "commands.hpp"
+#include "devices.hpp"
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -246,18 +247,35 @@ int run_convolve(const cli_options& o, std::ostream& err) {
 
 int run_batch_command(const cli_options& o, std::ostream& err) {
   pipeline::prefer_blocking_sync();  // before anything (nvJPEG's loader too) creates the context
-  std::optional<convolver> c;
-  if (!o.batch.io_only) {
-    kernel k = load_kernel(o);
-    convolve_settings s = o.settings;
-    s.device = resolve_device(s.device, o.quiet, err);
-    c.emplace(std::move(k), s);
-    if (s.decoder == jpeg_decoder::gpu && !c->gpu_jpeg()) throw error("--decoder gpu: " + gpu_jpeg_line(), exit_failure);
-  }
+  batch_options options = o.batch;
+  const bool worker = read_worker_role(options);  // one GPU's share under --devices (devices.hpp)
   if (!o.batch.format.empty())
     check_output_format(fs::path("x" + o.batch.format), CV_8U, 3);  // the format exists at all
+  std::optional<kernel> k;
+  convolve_settings s = o.settings;
+  if (!o.batch.io_only) {
+    k = load_kernel(o);
+    s.device = resolve_device(s.device, o.quiet || worker, err);
+    if (!worker && s.device == conv::backend::cuda) {
+      int visible = 0;
+      if (cudaGetDeviceCount(&visible) != cudaSuccess) visible = 0;
+      const auto workers = device_workers(o.batch.devices, visible, std::getenv("CUDA_VISIBLE_DEVICES"));
+      if (!workers.empty()) return run_batch_on_devices(o, workers, err);
+    } else if (!worker && o.batch.devices != "all") {
+      throw usage_error("--devices " + o.batch.devices + " needs the CUDA backend (--device cuda or auto with a GPU)");
+    }
+  }
+  std::optional<convolver> c;
+  if (k) {
+    c.emplace(std::move(*k), s);
+    if (s.decoder == jpeg_decoder::gpu && !c->gpu_jpeg()) throw error("--decoder gpu: " + gpu_jpeg_line(), exit_failure);
+  }
   const bool progress = !o.quiet && ::isatty(STDERR_FILENO);
-  const batch_report r = run_batch(o.input, o.output, o.batch, c ? &*c : nullptr, o.quiet, progress, err);
+  const batch_report r = run_batch(o.input, o.output, options, c ? &*c : nullptr, o.quiet, progress, err);
+  if (worker) {  // the parent prints the one summary and writes --summary
+    write_worker_report(r);
+    return exit_code_for(r);
+  }
   print_summary(r, o.quiet, err);
   if (!o.batch.summary.empty()) {
     const std::string json = summary_json(r, o.batch);

@@ -4,6 +4,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -11,6 +12,8 @@
 
 #include "batch.hpp"
 #include "cli.hpp"
+#include "devices.hpp"
+#include "fft/device/cuda_check.hpp"
 #include "errors.hpp"
 #include "support.hpp"
 
@@ -166,5 +169,144 @@ TEST_CASE("batch --shard, --files-from and --summary through the CLI", "[app][cl
     const auto r = test::run_gpuconv({"batch", in.string(), "box:3", out.string(), "--shard", "3/3"}, dir.path());
     CHECK(r.exit_code == exit_usage);
     CHECK_THAT(r.err, ContainsSubstring("--shard 3/3"));
+  }
+}
+
+// --devices (devices.hpp): workers split each shard; the workers' reports; the CLI end to end.
+TEST_CASE("devices: the workers' shares split every shard evenly and exactly once", "[app]") {
+  for (int shards = 1; shards <= 4; ++shards)
+    for (int devices = 1; devices <= 4; ++devices) {
+      INFO(shards << " shards, " << devices << " devices");
+      std::map<std::pair<int, int>, int> count;  // (shard, device) -> files
+      bool once = true;
+      const int files = 4000;
+      for (int f = 0; f < files; ++f) {
+        const std::string rel = "dir" + std::to_string(f % 7) + "/img_" + std::to_string(f) + ".png";
+        int takers = 0;
+        for (int s = 0; s < shards; ++s)
+          for (int d = 0; d < devices; ++d) {
+            app::batch_options o;
+            o.shard_index = s;
+            o.shard_count = shards;
+            o.device_index = d;
+            o.device_count = devices;
+            if (app::takes_file(rel, o)) {
+              ++takers;
+              ++count[{s, d}];
+            }
+          }
+        once = once && takers == 1;
+      }
+      CHECK(once);
+      // each (shard, device) share near files / (shards x devices): the two splits are independent
+      const double expected = double(files) / (shards * devices);
+      for (const auto& [key, n] : count) CHECK(std::abs(n - expected) < 0.2 * expected);
+      CHECK(int(count.size()) == shards * devices);
+    }
+}
+
+TEST_CASE("devices: --devices picks the workers' GPUs, bad values are usage errors", "[app]") {
+  CHECK(app::device_workers("all", 0, nullptr).empty());
+  CHECK(app::device_workers("all", 1, nullptr).empty());
+  CHECK(app::device_workers("all", 2, nullptr) == std::vector<std::string>{"0", "1"});
+  CHECK(app::device_workers("all", 2, "3,5") == std::vector<std::string>{"3", "5"});
+  CHECK(app::device_workers("1,1", 2, "3,5") == std::vector<std::string>{"5", "5"});  // two workers on one GPU
+  CHECK(app::device_workers("0", 1, nullptr) == std::vector<std::string>{"0"});
+  CHECK_THROWS_AS(app::device_workers("2", 2, nullptr), app::usage_error);
+  CHECK_THROWS_AS(app::device_workers("0,x", 2, nullptr), app::usage_error);
+  CHECK_THROWS_AS(app::device_workers("", 2, nullptr), app::usage_error);
+  try {
+    app::device_workers("0,7", 2, nullptr);
+  } catch (const app::usage_error& e) {
+    CHECK_THAT(e.what(), ContainsSubstring("GPU 7"));
+  }
+}
+
+TEST_CASE("devices: a worker's report reaches the parent whole, any bytes in names", "[app]") {
+  test::scratch_dir dir;
+  const auto file = dir / "report";
+  ::setenv("GPUCONV_DEVICE_REPORT", file.string().c_str(), 1);
+  app::batch_report r;
+  r.total = 9;
+  r.done = 5;
+  r.skipped = 1;
+  r.failed = 2;
+  r.not_processed = 1;
+  r.clipped_files = 1;
+  r.clipped_pixels = 1234567890123LL;
+  r.bytes_in = 99;
+  r.bytes_out = 77;
+  r.interrupted = true;
+  r.seconds = 1.5;
+  r.failures = {{"a b\n7 8\nend", "input 'a b': x\ny"}, {"", ""}};
+  app::write_worker_report(r);
+  ::unsetenv("GPUCONV_DEVICE_REPORT");
+  app::batch_report back;
+  REQUIRE(app::read_worker_report(file.string(), back));
+  CHECK(back.total == 9);
+  CHECK(back.done == 5);
+  CHECK(back.skipped == 1);
+  CHECK(back.failed == 2);
+  CHECK(back.not_processed == 1);
+  CHECK(back.clipped_pixels == 1234567890123LL);
+  CHECK(back.bytes_out == 77);
+  CHECK(back.interrupted);
+  CHECK(back.seconds == 1.5);
+  REQUIRE(back.failures.size() == 2);
+  CHECK(back.failures[0].file == r.failures[0].file);
+  CHECK(back.failures[0].reason == r.failures[0].reason);
+  // a report cut short is refused
+  const std::string text = test::read_file(file);
+  test::write_file(file, text.substr(0, text.size() - 6));
+  app::batch_report cut;
+  CHECK_FALSE(app::read_worker_report(file.string(), cut));
+  CHECK_FALSE(app::read_worker_report((dir / "missing").string(), cut));
+}
+
+TEST_CASE("batch --devices through the CLI", "[app][cli]") {
+  test::scratch_dir dir;
+  const auto in = dir / "in", out = dir / "out", single = dir / "single";
+  fs::create_directories(in / "sub");
+  for (int i = 0; i < 12; ++i)
+    REQUIRE(cv::imwrite((in / ("f" + std::to_string(i) + ".png")).string(), test::test_image(40, 50, CV_8UC3, i + 1)));
+  REQUIRE(cv::imwrite((in / "sub" / "g.png").string(), test::test_image(30, 20, CV_8UC3, 99)));
+
+  SECTION("--devices needs the CUDA backend") {
+    const auto r = test::run_gpuconv({"batch", in.string(), "box:3", out.string(), "--device", "cpu", "--devices", "0"},
+                                     dir.path());
+    CHECK(r.exit_code == exit_usage);
+    CHECK_THAT(r.err, ContainsSubstring("--devices 0 needs the CUDA backend"));
+  }
+  SECTION("[gpu] two workers on one GPU: the same outputs as one process, per-GPU counts in the summary") {
+    if (!cuda_device_available()) SKIP("no CUDA device present");
+    auto r = test::run_gpuconv({"batch", in.string(), "gaussian:2", single.string(), "--recursive", "--device", "cuda", "-q"},
+                               dir.path());
+    REQUIRE(r.exit_code == 0);
+    r = test::run_gpuconv({"batch", in.string(), "gaussian:2", out.string(), "--recursive", "--device", "cuda",
+                           "--devices", "0,0", "--summary", (dir / "s.json").string()},
+                          dir.path());
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.err, ContainsSubstring("GPU 0: done"));
+    const std::string json = test::read_file(dir / "s.json");
+    CHECK_THAT(json, ContainsSubstring("\"processed\": 13"));
+    CHECK_THAT(json, ContainsSubstring("\"devices\": ["));
+    int workers = 0;
+    long long processed = 0;
+    for (auto at = json.find("{\"gpu\": \"0\", \"processed\": "); at != std::string::npos;
+         at = json.find("{\"gpu\": \"0\", \"processed\": ", at + 1)) {
+      ++workers;
+      processed += std::stoll(json.substr(at + 27));
+    }
+    CHECK(workers == 2);
+    CHECK(processed == 13);
+    for (const auto& e : fs::recursive_directory_iterator(single))
+      if (e.is_regular_file()) {
+        const auto other = out / e.path().lexically_relative(single);
+        INFO(other);
+        REQUIRE(fs::exists(other));
+        CHECK(test::read_file(other) == test::read_file(e.path()));
+      }
+    CHECK(test::temp_files_under(out).empty());
   }
 }
