@@ -83,13 +83,12 @@ class cpu_fft final : public plan::impl {
 }  // namespace
 
 std::unique_ptr<plan::impl> make_cpu_backend(problem p) {
-  const tiling& t = p.tiles;
-  cpu_choice c = choose_cpu_method(p.kernel, p.kernels, p.kh, p.kw, t.tile_h, t.tile_w, t.valid_h, t.valid_w,
-                                   p.options.cpu);
+  cpu_choice c = choose_cpu_method(p.kernel, p.kernels, p.kh, p.kw, p.geo.out_h, p.geo.out_w, p.options.cpu,
+                                   p.options.tile);
   switch (c.method) {
     case cpu_method::direct: return make_cpu_direct(std::move(p));
     case cpu_method::separable: return make_cpu_separable(std::move(p), std::move(c.factors));
-    default: return std::make_unique<cpu_fft>(std::move(p));
+    default: p.set_tiling(c.tiles); return std::make_unique<cpu_fft>(std::move(p));
   }
 }
 

@@ -26,20 +26,41 @@ rank1_factors factor_rank1(const float* k, int kh, int kw, double tolerance) {
   return f;
 }
 
-// ns per output pixel with 2 threads on the 2-core AVX-512 machine under load (gpuconv-bench-cpu
-// --method, 4096^2 fp32; only the ratios matter): direct 0.7 + 0.06 per tap (K = 3..31);
-// separable 1.3 + 0.062 per tap, counting the column taps twice for the row pass over the
-// kh - 1 extra rows of each band (K = 3..127); the FFT method ~3.3 per level of the tile's
-// transform and padded pixel (512^2 tiles at K = 63).
-double direct_ns_per_pixel(int kh, int kw) { return 0.7 + 0.06 * kh * kw; }
-double separable_ns_per_pixel(int kh, int kw) { return 1.3 + 0.062 * (kh + 2.0 * kw); }
-double fft_ns_per_pixel(int tile_h, int tile_w, int valid_h, int valid_w) {
-  const double padding = double(tile_h) * tile_w / (double(valid_h) * valid_w);
-  return 3.3 * padding * std::log2(double(tile_h) * tile_w) + 1.0;
+// ns per output pixel with 2 threads on the 2-core AVX-512 machine (gpuconv-bench-cpu --method
+// and --tile, 4096^2 fp32, methods interleaved with OpenCV; only the ratios matter):
+// direct 0.95 + 0.0157 per tap (K = 3..15); separable 0.5 + 0.0183 per tap, counting the
+// row taps twice for the row pass over the kh - 1 extra rows of each band (K = 3..127); the
+// FFT method ~0.155 ns per padded pixel and level of the tile's transform up to 128^2 tiles
+// (0.14-0.16 measured on 64 and 128 tiles), 1.2x that at 256^2, 2.6x at 512^2 (1.9-3.2x
+// measured) and 6x at 1024^2 as the tile's planes outgrow the L2, plus gather and scatter.
+double direct_ns_per_pixel(int kh, int kw) { return 0.95 + 0.0157 * kh * kw; }
+double separable_ns_per_pixel(int kh, int kw) { return 0.5 + 0.0183 * (kh + 2.0 * kw); }
+double fft_ns_per_pixel(const tiling& t) {
+  const double area = double(t.tile_h) * t.tile_w;
+  const double padding = area / (double(t.valid_h) * t.valid_w);
+  const double cache = area <= 16384    ? 1
+                       : area <= 65536  ? 1.2
+                       : area <= 262144 ? 2.6
+                                        : 6 * std::pow(3.0, std::log2(area / 1048576) / 2);
+  return 0.155 * std::log2(area) * cache * padding + 0.5;
 }
 
-cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int kh, int kw, int tile_h, int tile_w,
-                             int valid_h, int valid_w, cpu_method forced) {
+tiling choose_cpu_tiling(long long out_h, long long out_w, int kh, int kw, int forced) {
+  constexpr int min_tile = 16, max_tile = 4096;
+  if (forced > 0) return choose_tiling(out_h, out_w, kh, kw, min_tile, max_tile, forced);
+  tiling best;
+  double best_cost = INFINITY;
+  for (int t = std::max<int>(min_tile, (int)next_pow2(std::max(kh, kw))); t <= max_tile; t *= 2) {
+    const tiling c = choose_tiling(out_h, out_w, kh, kw, t, t);
+    const double cost = fft_ns_per_pixel(c) * double(c.valid_h) * c.valid_w * c.tiles_per_plane();
+    if (cost < best_cost) best_cost = cost, best = c;
+    if (c.tile_h >= out_h + kh - 1 && c.tile_w >= out_w + kw - 1) break;  // one tile holds the plane
+  }
+  return best;
+}
+
+cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int kh, int kw, long long out_h,
+                             long long out_w, cpu_method forced, int forced_tile) {
   cpu_choice c;
   const bool may_separate = forced == cpu_method::automatic || forced == cpu_method::separable;
   if (may_separate) {
@@ -57,11 +78,13 @@ cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int k
     throw std::invalid_argument("conv::plan: the separable CPU method needs a rank-1 kernel; the " +
                                 std::to_string(kh) + " x " + std::to_string(kw) + " kernel" +
                                 (count > 1 ? "s of the bank are" : " is") + " not");
+  if (forced == cpu_method::automatic || forced == cpu_method::fft)
+    c.tiles = choose_cpu_tiling(out_h, out_w, kh, kw, forced_tile);
   if (forced != cpu_method::automatic) {
     c.method = forced;
     return c;
   }
-  double best = fft_ns_per_pixel(tile_h, tile_w, valid_h, valid_w);
+  double best = fft_ns_per_pixel(c.tiles);
   c.method = cpu_method::fft;
   if (const double d = direct_ns_per_pixel(kh, kw); d < best) best = d, c.method = cpu_method::direct;
   if (c.factors.found())

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "tiling.hpp"
+
 namespace gpuconv::conv {
 
 enum class cpu_method { automatic, direct, separable, fft };
@@ -37,17 +39,23 @@ rank1_factors factor_rank1(const float* k, int kh, int kw, double tolerance = 1e
 // The model's price of each method, ns per output pixel.
 double direct_ns_per_pixel(int kh, int kw);
 double separable_ns_per_pixel(int kh, int kw);
-double fft_ns_per_pixel(int tile_h, int tile_w, int valid_h, int valid_w);
+double fft_ns_per_pixel(const tiling& t);
+
+// The FFT method's tiles: square powers of two priced by fft_ns_per_pixel, which charges
+// tiles beyond the core's L2 (a 256^2 tile's spectrum and scratch take ~0.8 MB) for the
+// misses they make; forced > 0 asks for that square tile (rounded up to cover the kernel).
+tiling choose_cpu_tiling(long long out_h, long long out_w, int kh, int kw, int forced = 0);
 
 struct cpu_choice {
   cpu_method method = cpu_method::fft;
   rank1_factors factors;  // for separable
+  tiling tiles;           // for fft
 };
 
 // kernels: the bank's effective kernels (kh x kw each, one after another). A bank is
 // separable only when every kernel is rank-1. Throws std::invalid_argument when `forced`
 // is separable and a kernel is not rank-1.
-cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int kh, int kw, int tile_h, int tile_w,
-                             int valid_h, int valid_w, cpu_method forced = cpu_method::automatic);
+cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int kh, int kw, long long out_h,
+                             long long out_w, cpu_method forced = cpu_method::automatic, int forced_tile = 0);
 
 }  // namespace gpuconv::conv

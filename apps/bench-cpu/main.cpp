@@ -40,6 +40,7 @@ struct settings {
   std::vector<std::string> kinds{"dense", "separable"};
   std::string csv;
   conv::cpu_method method = conv::cpu_method::automatic;
+  int tile = 0;
 };
 
 double median(std::vector<double> v) {
@@ -99,6 +100,7 @@ result run_case(const settings& s, int planes, int h, int w, bool u8, int K, boo
   po.device = conv::backend::cpu;
   po.threads = s.threads;
   po.cpu = s.method;
+  po.tile = s.tile;
   po.semantics.op = conv::operation::correlation;
   po.semantics.mode = conv::output_mode::same;
   po.semantics.border = conv::boundary::reflect101;
@@ -159,11 +161,11 @@ void usage() {
   std::fprintf(stderr,
                "usage: gpuconv-bench-cpu [--threads N] [--reps R] [--sizes k1,k2,...] [--shapes 4096,rgb12mp]\n"
                "                         [--types f32,u8] [--kinds dense,separable] [--method auto|direct|separable|fft]\n"
-               "                         [--csv FILE]\n"
+               "                         [--tile T] [--csv FILE]\n"
                "  'same' correlation, reflect101, of 1 x 4096^2 and 3 x 3000 x 4000 (12 MP RGB planes):\n"
                "  the CPU backend against cv::filter2D (dense kernels) and cv::sepFilter2D (separable),\n"
                "  cv::setNumThreads(N) and plan_options::threads = N (default 2), medians of R interleaved runs;\n"
-               "  --method forces our CPU method (default: the cost model's choice)\n");
+               "  --method forces our CPU method (default: the cost model's choice), --tile the FFT's square tile\n");
 }
 
 }  // namespace
@@ -183,6 +185,7 @@ int main(int argc, char** argv) {
       } else if (a == "--threads") s.threads = std::stoi(value());
       else if (a == "--reps") s.reps = std::stoi(value());
       else if (a == "--csv") s.csv = value();
+      else if (a == "--tile") s.tile = std::stoi(value());
       else if (a == "--method") {
         const std::string m = value();
         if (m == "direct") s.method = conv::cpu_method::direct;

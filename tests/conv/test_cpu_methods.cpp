@@ -163,11 +163,14 @@ TEST_CASE("CPU method chooser: rank-1 detection and the cost model's choices", "
   const float k3[9] = {1, 2, 1, 2, 4, 2, 1, 2, 1};
   plan_options po;
   po.device = backend::cpu;
-  CHECK(plan(64, 64, 1, k3, 3, 3, po).method() == cpu_method::direct);  // 9 taps cost less than two passes
+  CHECK(plan(64, 64, 1, k3, 3, 3, po).method() == cpu_method::separable);
   CHECK(plan(64, 64, 1, sep.data(), 7, 7, po).method() == cpu_method::separable);
   CHECK(plan(64, 64, 1, dense.data(), 7, 7, po).method() == cpu_method::direct);
   const auto big = make_kernels(1, 63, 63, false, 7);
-  CHECK(plan(512, 512, 1, big.data(), 63, 63, po).method() == cpu_method::fft);
+  const plan p63(2048, 2048, 1, big.data(), 63, 63, po);
+  CHECK(p63.method() == cpu_method::fft);
+  CHECK(p63.tiles().tile_h == 256);  // 512^2 tiles pad less but miss the L2
+  CHECK(choose_cpu_tiling(4096, 4096, 31, 31).tile_h == 128);
   po.cpu = cpu_method::separable;
   CHECK_THROWS_AS(plan(64, 64, 1, dense.data(), 7, 7, po), std::invalid_argument);
 }
