@@ -86,11 +86,66 @@ void dispatch_pixel(pixel p, F&& f) {
   }
 }
 
+// The caller's current device set to `device` for a scope, and put back after.
+class device_scope {
+ public:
+  explicit device_scope(int device) {
+    GPUCONV_CUDA(cudaGetDevice(&previous_));
+    if (device != previous_) GPUCONV_CUDA(cudaSetDevice(device));
+    else previous_ = -1;
+  }
+  ~device_scope() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
+  }
+  device_scope(const device_scope&) = delete;
+  device_scope& operator=(const device_scope&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+// plan_options::cuda_device: the backend's first member, so that every CUDA object of the
+// plan (streams, events, buffers, kernel attributes) is made on that device; it puts the
+// caller's device back when the constructor ends (done()) and after the members are gone.
+class device_binding {
+ public:
+  explicit device_binding(int requested) {
+    GPUCONV_CUDA(cudaGetDevice(&caller_));
+    device_ = requested >= 0 ? requested : caller_;
+    if (device_ != caller_) GPUCONV_CUDA(cudaSetDevice(device_));
+  }
+  void done() const {
+    if (device_ != caller_) cudaSetDevice(caller_);
+  }
+  // at the start of the owner's destructor: its members are released on the plan's device
+  void enter_for_destruction() {
+    if (cudaGetDevice(&caller_) != cudaSuccess) caller_ = device_;
+    if (device_ != caller_) cudaSetDevice(device_);
+  }
+  ~device_binding() { done(); }
+  int device() const { return device_; }
+
+ private:
+  int caller_ = 0, device_ = 0;
+};
+
 class cuda_backend final : public plan::impl {
  public:
-  explicit cuda_backend(problem p) : impl(std::move(p)) {
-    int device = 0, sms = 0;
-    GPUCONV_CUDA(cudaGetDevice(&device));
+  explicit cuda_backend(problem p) : impl(std::move(p)), binding_(prob.options.cuda_device) {
+    try {
+      build();
+    } catch (...) {
+      binding_.done();
+      throw;
+    }
+    binding_.done();
+  }
+  ~cuda_backend() override { binding_.enter_for_destruction(); }
+
+ private:
+  void build() {
+    const int device = binding_.device();
+    int sms = 0;
     GPUCONV_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     max_grid_ = (unsigned)sms * 16;
     sms_ = sms;
@@ -105,14 +160,17 @@ class cuda_backend final : public plan::impl {
     if (o.autotune && o.path == cuda_path::automatic && o.tile == 0) autotune();
   }
 
+ public:
   backend kind() const override { return backend::cuda; }
   cuda_path path() const override { return path_; }
 
   void execute_device(const void* in, void* out, pixel p, cudaStream_t stream) override {
+    device_scope on(binding_.device());
     run(in, out, p, prob.map, stream);
   }
 
   void execute(const void* in, void* out, pixel p) override {
+    device_scope on(binding_.device());
     execute_host(static_cast<const char*>(in), static_cast<char*>(out), p);
   }
 
@@ -467,6 +525,7 @@ class cuda_backend final : public plan::impl {
 
   unsigned grid_for(long long work) const { return (unsigned)std::min<long long>((work + 255) / 256, max_grid_); }
 
+  device_binding binding_;  // first: made before, and released after, every CUDA object below
   unsigned max_grid_ = 1;
   int sms_ = 1;
   std::size_t cap_ = 0;  // the memory cap: plan_options::memory_limit or half the free memory

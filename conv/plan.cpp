@@ -41,6 +41,16 @@ plan::plan(long long height, long long width, int planes, const float* kernel, i
 plan::plan(long long height, long long width, int planes, const float* kernels, int kernel_count, int kh, int kw,
            const plan_options& options) {
   problem p = make_problem(height, width, planes, kernels, kernel_count, kh, kw, options);
+  if (options.cuda_device >= 0 && options.device != backend::cpu) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+      (void)cudaGetLastError();
+      count = 0;
+    }
+    if (options.cuda_device >= count)
+      throw std::invalid_argument("conv::plan: plan_options::cuda_device " + std::to_string(options.cuda_device) +
+                                  " is not one of the " + std::to_string(count) + " CUDA devices present");
+  }
   switch (options.device) {
     case backend::cpu: impl_ = make_cpu_backend(std::move(p)); break;
     case backend::cuda:

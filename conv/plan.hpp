@@ -41,6 +41,9 @@ struct plan_options {
   bool autotune = false;                // CUDA, path automatic, no forced tile: time the candidate paths
                                         // and tiles on this shape at plan time (a few ms) instead of the model
   int threads = 0;                      // CPU backend threads (0: all cores)
+  int cuda_device = -1;                 // CUDA backend: the device ordinal the plan lives and runs on
+                                        // (-1: the device current when the plan is built); the
+                                        // caller's current device is left as it was
   cpu_method cpu = cpu_method::automatic;  // CPU backend: direct, separable or FFT (automatic: method.hpp's cost model)
 };
 

@@ -476,3 +476,41 @@ TEST_CASE("conv plan rejects bad input with the value named", "[conv]") {
   CHECK(choose_cuda_tiling(50, 2000, 1, 1, 1030, cuda_path::automatic).path == cuda_path::multipass);
   CHECK(choose_cuda_tiling(500, 500, 1, 63, 63, cuda_path::automatic).path != cuda_path::multipass);
 }
+
+TEST_CASE("GPU plans on a chosen device (plan_options::cuda_device) leave the caller's device alone", "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  int count = 0;
+  GPUCONV_CUDA(cudaGetDeviceCount(&count));
+  const auto img = test::random_reals<float>(300 * 200 * 2, test::fresh_seed());
+  const auto k = test::random_reals<float>(7 * 5, test::fresh_seed());
+  plan_options po;
+  po.device = backend::cuda;
+  plan current(300, 200, 2, k.data(), 7, 5, po);
+  std::vector<float> a(img.size()), b(img.size());
+  current.execute(img.data(), a.data());
+  for (int d = 0; d < count; ++d) {
+    INFO("device " << d << " of " << count);
+    GPUCONV_CUDA(cudaSetDevice(0));
+    po.cuda_device = d;
+    {
+      plan on(300, 200, 2, k.data(), 7, 5, po);
+      int now = -1;
+      GPUCONV_CUDA(cudaGetDevice(&now));
+      CHECK(now == 0);  // built on device d, the caller's device put back
+      on.execute(img.data(), b.data());
+      GPUCONV_CUDA(cudaGetDevice(&now));
+      CHECK(now == 0);
+      CHECK(test::relative_l2(b, a) <= 1e-6);
+    }
+    int now = -1;
+    GPUCONV_CUDA(cudaGetDevice(&now));
+    CHECK(now == 0);  // and after it is gone
+  }
+  po.cuda_device = count;
+  try {
+    plan bad(300, 200, 2, k.data(), 7, 5, po);
+    FAIL("a plan on a device that is not there was built");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("cuda_device " + std::to_string(count)) != std::string::npos);
+  }
+}
