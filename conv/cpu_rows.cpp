@@ -1,10 +1,16 @@
-// taps_rows, built once per ISA (AVX-512, AVX2+FMA, baseline x86-64) and dispatched at load
+// taps_rows, widen_row and narrow_row, built once per ISA (AVX-512, AVX2+FMA, baseline x86-64) and dispatched at load
 // time through the ifunc GCC makes for target_clones: one portable binary.
 #include "cpu_rows.hpp"
 
 // The helpers below are always inlined into each clone; GCC's note that a 64-byte vector
 // argument's ABI differs without AVX-512 is about calls that never happen.
 #pragma GCC diagnostic ignored "-Wpsabi"
+
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define GPUCONV_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define GPUCONV_CLONES
+#endif
 
 namespace gpuconv::conv {
 
@@ -19,10 +25,7 @@ inline __attribute__((always_inline)) void store(float* p, v16 v) { *reinterpret
 
 }  // namespace
 
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#endif
-void taps_rows(const float* const* rows, const float* k, int kh, int kw, long long n, float* out) {
+GPUCONV_CLONES void taps_rows(const float* const* rows, const float* k, int kh, int kw, long long n, float* out) {
   constexpr int block = 64;  // outputs held in four vectors across all taps
   long long t = 0;
   for (; t + block <= n; t += block) {
@@ -51,5 +54,31 @@ void taps_rows(const float* const* rows, const float* k, int kh, int kw, long lo
     out[t] = acc;
   }
 }
+
+namespace {
+
+// round half to even and saturate to [0, hi] (NaN -> 0) in a form the vectoriser takes:
+// clamp first (v > 0 is false for NaN), then add and subtract 1.5 * 2^23, which rounds a
+// float in [0, 2^22] to an integer in the default rounding mode, ties to even.
+template <typename T>
+inline __attribute__((always_inline)) void narrow_loop(const float* in, long long n, T* out) {
+  constexpr float hi = sizeof(T) == 1 ? 255.f : 65535.f, magic = 12582912.f;
+  for (long long t = 0; t < n; ++t) {
+    float v = in[t] > 0.f ? in[t] : 0.f;
+    v = v < hi ? v : hi;
+    out[t] = T(int((v + magic) - magic));
+  }
+}
+
+}  // namespace
+
+GPUCONV_CLONES void widen_row(const std::uint8_t* in, long long n, float* out) {
+  for (long long t = 0; t < n; ++t) out[t] = float(in[t]);
+}
+GPUCONV_CLONES void widen_row(const std::uint16_t* in, long long n, float* out) {
+  for (long long t = 0; t < n; ++t) out[t] = float(in[t]);
+}
+GPUCONV_CLONES void narrow_row(const float* in, long long n, std::uint8_t* out) { narrow_loop(in, n, out); }
+GPUCONV_CLONES void narrow_row(const float* in, long long n, std::uint16_t* out) { narrow_loop(in, n, out); }
 
 }  // namespace gpuconv::conv

@@ -23,6 +23,13 @@ namespace gpuconv::conv {
 // for the column pass). Vectorised along t, compiled per ISA with run-time dispatch.
 void taps_rows(const float* const* rows, const float* k, int kh, int kw, long long n, float* out);
 
+// Narrow pixels in and out, vectorised like taps_rows: float from uint8/uint16, and back
+// rounded half to even and saturated (saturate_round's function, NaN to 0).
+void widen_row(const std::uint8_t* in, long long n, float* out);
+void widen_row(const std::uint16_t* in, long long n, float* out);
+void narrow_row(const float* in, long long n, std::uint8_t* out);
+void narrow_row(const float* in, long long n, std::uint16_t* out);
+
 // The value outside the image for zero/constant boundaries, in the pixel type's range.
 inline float outside_value(const problem& p, pixel px) {
   if (p.options.semantics.border == boundary::zero) return 0.f;
@@ -46,19 +53,29 @@ void extend_row(const T* src_row, long long width, long long first, long long co
     const int c = border_index(first + t, (int)width, b);
     ext[t] = c < 0 ? outside : float(src_row[c]);
   }
-  const T* s = src_row + first;
-  for (long long t = lo; t < hi; ++t) ext[t] = float(s[t]);
+  if constexpr (std::is_same_v<T, float>) std::copy(src_row + first + lo, src_row + first + hi, ext + lo);
+  else widen_row(src_row + first + lo, hi - lo, ext + lo);
   for (long long t = hi; t < count; ++t) {
     const int c = border_index(first + t, (int)width, b);
     ext[t] = c < 0 ? outside : float(src_row[c]);
   }
 }
 
+// The extended row where the taps read it: straight from a float image when the span lies
+// inside the image (no copy), else built in `ext` by extend_row.
+template <typename T>
+const float* source_row(const T* src_row, long long width, long long first, long long count, boundary b,
+                        float outside, float* ext) {
+  if constexpr (std::is_same_v<T, float>)
+    if (src_row && first >= 0 && first + count <= width) return src_row + first;
+  extend_row(src_row, width, first, count, b, outside, ext);
+  return ext;
+}
+
 template <typename T>
 void store_row(const float* v, long long n, T* out) {
   if constexpr (std::is_same_v<T, float>) std::copy(v, v + n, out);
-  else
-    for (long long t = 0; t < n; ++t) out[t] = saturate_round<T>(v[t]);
+  else narrow_row(v, n, out);
 }
 
 // Runs f(unit) for unit < units on up to `threads` threads (this one included).

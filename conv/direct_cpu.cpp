@@ -31,19 +31,20 @@ class cpu_direct final : public plan::impl {
       const auto [plane, y0, y1, x0, n] = units.at(u);
       const long long ext_w = n + kw - 1, ext_rows = (y1 - y0) + kh - 1;
       thread_local std::vector<float> ext, acc;
-      thread_local std::vector<const float*> rows;
+      thread_local std::vector<const float*> rows, source;
       ext.resize((std::size_t)(ext_rows * ext_w));
       acc.resize((std::size_t)n);
       rows.resize(kh);
+      source.resize((std::size_t)ext_rows);
       for (long long q = 0; q < ext_rows; ++q) {
         const int src = border_index(y0 + p.geo.oy - (kh - 1) + q, (int)p.height, b);
-        extend_row(src < 0 ? nullptr : in + (plane * p.height + src) * p.width, p.width, x0 + p.geo.ox - (kw - 1),
-                   ext_w, b, outside, ext.data() + q * ext_w);
+        source[q] = source_row(src < 0 ? nullptr : in + (plane * p.height + src) * p.width, p.width,
+                               x0 + p.geo.ox - (kw - 1), ext_w, b, outside, ext.data() + q * ext_w);
       }
       for (int k = 0; k < p.kernels; ++k) {
         const float* kk = p.kernel.data() + (std::size_t)k * kh * kw;
         for (long long y = y0; y < y1; ++y) {
-          for (int i = 0; i < kh; ++i) rows[i] = ext.data() + (y - y0 + kh - 1 - i) * ext_w;
+          for (int i = 0; i < kh; ++i) rows[i] = source[y - y0 + kh - 1 - i];
           T* o = out + ((plane * p.kernels + k) * p.map.out_h + y) * p.map.out_w + x0;
           if constexpr (std::is_same_v<T, float>) {
             taps_rows(rows.data(), kk, kh, kw, n, o);

@@ -42,9 +42,8 @@ class cpu_separable final : public plan::impl {
         const float* row = f_.row.data() + (std::size_t)k * kw;
         for (long long q = 0; q < src_rows; ++q) {  // row pass
           const int src = border_index(y0 + p.geo.oy - (kh - 1) + q, (int)p.height, b);
-          extend_row(src < 0 ? nullptr : in + (plane * p.height + src) * p.width, p.width, x0 + p.geo.ox - (kw - 1),
-                     ext_w, b, outside, ext.data());
-          const float* e = ext.data();
+          const float* e = source_row(src < 0 ? nullptr : in + (plane * p.height + src) * p.width, p.width,
+                                      x0 + p.geo.ox - (kw - 1), ext_w, b, outside, ext.data());
           taps_rows(&e, row, 1, kw, n, filtered.data() + q * n);
         }
         for (long long y = y0; y < y1; ++y) {  // column pass
