@@ -45,8 +45,8 @@ void transpose(const float* in, long long in_stride, float* out, long long out_s
 
 }  // namespace
 
-real_2d_tile_plan::real_2d_tile_plan(int th, int tw)
-    : th_(th), tw_(tw), half_(th / 2), lanes_((th / 2 + 1 + 15) / 16 * 16), k_(best_tile_kernels()) {
+real_2d_tile_plan::real_2d_tile_plan(int th, int tw, const tile_kernels& kernels)
+    : th_(th), tw_(tw), half_(th / 2), lanes_((th / 2 + 1 + 15) / 16 * 16), k_(kernels) {
   if (!is_pow2(th) || th < 4 || th > 65536 || !is_pow2(tw) || tw < 16 || tw > 65536)
     throw std::invalid_argument("host::real_2d_tile_plan: tile " + std::to_string(th) + " x " + std::to_string(tw) +
                                 " is not powers of two in [4, 65536] x [16, 65536]");

@@ -19,8 +19,8 @@ namespace gpuconv::fft::host {
 class real_2d_tile_plan {
  public:
   // Throws std::invalid_argument unless th and tw are powers of two, th in [4, 65536] and
-  // tw in [16, 65536].
-  real_2d_tile_plan(int th, int tw);
+  // tw in [16, 65536]. kernels: the loops to run (tests pass each ISA's set).
+  real_2d_tile_plan(int th, int tw, const tile_kernels& kernels = best_tile_kernels());
 
   // Per-thread buffers; spectrum planes are spectrum_floats() each, zero-initialised.
   struct workspace {
