@@ -263,9 +263,9 @@ TEST_CASE("devices: a worker's report reaches the parent whole, any bytes in nam
   CHECK_FALSE(app::read_worker_report((dir / "missing").string(), cut));
 }
 
-TEST_CASE("batch --devices through the CLI", "[app][cli]") {
+TEST_CASE("batch --devices needs the CUDA backend", "[app][cli]") {
   test::scratch_dir dir;
-  const auto in = dir / "in", out = dir / "out", single = dir / "single";
+  const auto in = dir / "in", out = dir / "out";
   fs::create_directories(in / "sub");
   for (int i = 0; i < 12; ++i)
     REQUIRE(cv::imwrite((in / ("f" + std::to_string(i) + ".png")).string(), test::test_image(40, 50, CV_8UC3, i + 1)));
@@ -277,8 +277,17 @@ TEST_CASE("batch --devices through the CLI", "[app][cli]") {
     CHECK(r.exit_code == exit_usage);
     CHECK_THAT(r.err, ContainsSubstring("--devices 0 needs the CUDA backend"));
   }
-  SECTION("[gpu] two workers on one GPU: the same outputs as one process, per-GPU counts in the summary") {
-    if (!cuda_device_available()) SKIP("no CUDA device present");
+}
+
+TEST_CASE("batch --devices: two workers on one GPU give one process's outputs, per-GPU counts", "[app][cli][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  test::scratch_dir dir;
+  const auto in = dir / "in", out = dir / "out", single = dir / "single";
+  fs::create_directories(in / "sub");
+  for (int i = 0; i < 12; ++i)
+    REQUIRE(cv::imwrite((in / ("f" + std::to_string(i) + ".png")).string(), test::test_image(40, 50, CV_8UC3, i + 1)));
+  REQUIRE(cv::imwrite((in / "sub" / "g.png").string(), test::test_image(30, 20, CV_8UC3, 99)));
+  {
     auto r = test::run_gpuconv({"batch", in.string(), "gaussian:2", single.string(), "--recursive", "--device", "cuda", "-q"},
                                dir.path());
     REQUIRE(r.exit_code == 0);
