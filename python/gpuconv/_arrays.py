@@ -25,6 +25,9 @@ def unsupported_dtype(name: str, where: str) -> TypeError:
     return TypeError(f"{where}: dtype {name} is not supported: use float32, uint8 or uint16{hint}")
 
 
+_DTYPE_NAMES: dict = {}  # dtype object -> its name ("float32", ...), filled as dtypes are seen
+
+
 class Ops:
     """How gpuconv handles one array type. ``device`` is False for host buffers."""
 
@@ -32,7 +35,11 @@ class Ops:
     device = False
 
     def dtype_name(self, x: Any) -> str:
-        return x.dtype.name
+        d = x.dtype  # NumPy's and CuPy's dtype.name is Python code: looked up once per dtype
+        name = _DTYPE_NAMES.get(d)
+        if name is None:
+            name = _DTYPE_NAMES[d] = d.name
+        return name
 
     def to_host_numpy(self, x: Any) -> np.ndarray:
         return x
@@ -67,7 +74,11 @@ class TorchCpuOps(Ops):
     kind = "torch"
 
     def dtype_name(self, x: Any) -> str:
-        return str(x.dtype).replace("torch.", "")
+        d = x.dtype
+        name = _DTYPE_NAMES.get(d)
+        if name is None:
+            name = _DTYPE_NAMES[d] = str(d).replace("torch.", "")
+        return name
 
     def to_host_numpy(self, x: Any) -> np.ndarray:
         return x.detach().numpy()
@@ -135,7 +146,11 @@ class TorchCudaOps(Ops):
             self._dtypes["uint16"] = torch.uint16
 
     def dtype_name(self, x: Any) -> str:
-        return str(x.dtype).replace("torch.", "")
+        d = x.dtype
+        name = _DTYPE_NAMES.get(d)
+        if name is None:
+            name = _DTYPE_NAMES[d] = str(d).replace("torch.", "")
+        return name
 
     def moveaxis(self, x: Any, src: Tuple[int, ...], dst: Tuple[int, ...]) -> Any:
         return self._torch.movedim(x, src, dst)

@@ -21,6 +21,7 @@ Rules, in one place:
 """
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from typing import Any, Optional, Sequence, Tuple, Union
@@ -124,7 +125,7 @@ class Plan:
             raise RuntimeError(f"{where}: device {device!r} asked for, but no CUDA device is present")
         if kind == "cuda":
             _use_device(index)
-        planes = int(np.prod(shape[:-2], dtype=np.int64))
+        planes = math.prod(shape[:-2])
         self._core = _gpuconv.Plan(shape[-2], shape[-1], planes, bank, mode, boundary, bool(correlate),
                                    float(cval), kind)
         self.shape: Tuple[int, ...] = shape
@@ -318,7 +319,7 @@ def convolve(image: Any, kernel: Any, mode: str = "same", boundary: str = "refle
     shape = tuple(x.shape)
     if any(s == 0 for s in shape):
         raise ValueError(f"{where}: image shape {shape} has an empty axis")
-    planes = int(np.prod(shape[:-2], dtype=np.int64))
+    planes = math.prod(shape[:-2])
     _check_option(mode, MODES, "mode", where)
     _check_option(boundary, BOUNDARIES, "boundary", where)
 
