@@ -22,6 +22,10 @@ namespace gpuconv::conv {
 // inner loop of both methods (direct: all taps; separable: kh = 1 for the row pass, kw = 1
 // for the column pass). Vectorised along t, compiled per ISA with run-time dispatch.
 void taps_rows(const float* const* rows, const float* k, int kh, int kw, long long n, float* out);
+// The same sums stored as narrow pixels, rounded half to even and saturated (saturate_round's
+// function, NaN to 0) in the same loop: no float row in between.
+void taps_rows(const float* const* rows, const float* k, int kh, int kw, long long n, std::uint8_t* out);
+void taps_rows(const float* const* rows, const float* k, int kh, int kw, long long n, std::uint16_t* out);
 
 // Narrow pixels in and out, vectorised like taps_rows: float from uint8/uint16, and back
 // rounded half to even and saturated (saturate_round's function, NaN to 0).

@@ -30,10 +30,9 @@ class cpu_direct final : public plan::impl {
     parallel_units(cpu_threads(p), p.planes * units.per_plane(), [&](long long u) {
       const auto [plane, y0, y1, x0, n] = units.at(u);
       const long long ext_w = n + kw - 1, ext_rows = (y1 - y0) + kh - 1;
-      thread_local std::vector<float> ext, acc;
+      thread_local std::vector<float> ext;
       thread_local std::vector<const float*> rows, source;
       ext.resize((std::size_t)(ext_rows * ext_w));
-      acc.resize((std::size_t)n);
       rows.resize(kh);
       source.resize((std::size_t)ext_rows);
       for (long long q = 0; q < ext_rows; ++q) {
@@ -46,12 +45,7 @@ class cpu_direct final : public plan::impl {
         for (long long y = y0; y < y1; ++y) {
           for (int i = 0; i < kh; ++i) rows[i] = source[y - y0 + kh - 1 - i];
           T* o = out + ((plane * p.kernels + k) * p.map.out_h + y) * p.map.out_w + x0;
-          if constexpr (std::is_same_v<T, float>) {
-            taps_rows(rows.data(), kk, kh, kw, n, o);
-          } else {
-            taps_rows(rows.data(), kk, kh, kw, n, acc.data());
-            store_row(acc.data(), n, o);
-          }
+          taps_rows(rows.data(), kk, kh, kw, n, o);
         }
       }
     });

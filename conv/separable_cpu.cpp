@@ -1,8 +1,10 @@
 // The CPU backend's separable method (method.hpp): a rank-1 kernel k(i, j) = c(i) r(j) runs
 // as a row pass (r over each extended source row) and a column pass (c over the filtered
 // rows), kh + kw multiply-adds per output instead of kh * kw. Units of max(32, 2 kh) output
-// rows x 512 columns (cpu_rows.hpp): the kh - 1 extra source rows a band needs are
-// filtered once per band, and the band's filtered rows stay in the core's L2.
+// rows x full-width strips (cpu_rows.hpp, separable_units): each source row is filtered
+// once into a ring of kh rows that stays in the core's L2, and every output row is summed
+// from the ring and stored (rounded and saturated for narrow pixels) as soon as its kh
+// filtered rows are there: one pass over the image, no band of filtered rows.
 #include "cpu_rows.hpp"
 
 namespace gpuconv::conv {
@@ -25,39 +27,51 @@ class cpu_separable final : public plan::impl {
   void run(const T* in, T* out, pixel px) const {
     const problem& p = prob;
     const int kh = p.kh, kw = p.kw;
-    const row_units units{p.map.out_h, p.map.out_w, std::max(32, 2 * kh), 512};
+    const row_units units = separable_units(p);
     const float outside = outside_value(p, px);
     const boundary b = p.options.semantics.border;
     parallel_units(cpu_threads(p), p.planes * units.per_plane(), [&](long long u) {
       const auto [plane, y0, y1, x0, n] = units.at(u);
-      const long long ext_w = n + kw - 1, src_rows = (y1 - y0) + kh - 1;
-      thread_local std::vector<float> ext, filtered, acc;
+      const long long ext_w = n + kw - 1;
+      thread_local std::vector<float> ext, ring;
       thread_local std::vector<const float*> rows;
       ext.resize((std::size_t)ext_w);
-      filtered.resize((std::size_t)(src_rows * n));
-      acc.resize((std::size_t)n);
+      ring.resize((std::size_t)kh * n);
       rows.resize(kh);
+      // filtered source row q of the unit (q = 0: the band's first output row's top tap) into
+      // ring slot q mod kh
+      auto row_pass = [&](const float* row, long long q) {
+        const int src = border_index(y0 + p.geo.oy - (kh - 1) + q, (int)p.height, b);
+        const float* e = source_row(src < 0 ? nullptr : in + (plane * p.height + src) * p.width, p.width,
+                                    x0 + p.geo.ox - (kw - 1), ext_w, b, outside, ext.data());
+        taps_rows(&e, row, 1, kw, n, ring.data() + (q % kh) * n);
+      };
       for (int k = 0; k < p.kernels; ++k) {
         const float* column = f_.column.data() + (std::size_t)k * kh;
         const float* row = f_.row.data() + (std::size_t)k * kw;
-        for (long long q = 0; q < src_rows; ++q) {  // row pass
-          const int src = border_index(y0 + p.geo.oy - (kh - 1) + q, (int)p.height, b);
-          const float* e = source_row(src < 0 ? nullptr : in + (plane * p.height + src) * p.width, p.width,
-                                      x0 + p.geo.ox - (kw - 1), ext_w, b, outside, ext.data());
-          taps_rows(&e, row, 1, kw, n, filtered.data() + q * n);
-        }
-        for (long long y = y0; y < y1; ++y) {  // column pass
-          for (int i = 0; i < kh; ++i) rows[i] = filtered.data() + (y - y0 + kh - 1 - i) * n;
-          T* o = out + ((plane * p.kernels + k) * p.map.out_h + y) * p.map.out_w + x0;
-          if constexpr (std::is_same_v<T, float>) {
-            taps_rows(rows.data(), column, kh, 1, n, o);
-          } else {
-            taps_rows(rows.data(), column, kh, 1, n, acc.data());
-            store_row(acc.data(), n, o);
-          }
+        for (long long q = 0; q < kh - 1; ++q) row_pass(row, q);
+        for (long long y = y0; y < y1; ++y) {
+          const long long newest = y - y0 + kh - 1;  // out row y reads filtered rows newest - i
+          row_pass(row, newest);
+          for (int i = 0; i < kh; ++i) rows[i] = ring.data() + ((newest - i) % kh) * n;
+          taps_rows(rows.data(), column, kh, 1, n, out + ((plane * p.kernels + k) * p.map.out_h + y) * p.map.out_w + x0);
         }
       }
     });
+  }
+
+  // Strips as wide as the ring of kh filtered rows allows in ~256 KB of the core's L2 (the
+  // whole row for small kernels: long sequential reads and writes of the image), bands of
+  // max(64, 4 kh) rows (the kh - 1 rows that start a band are filtered twice), fewer rows per
+  // band where that leaves under four units per thread.
+  static row_units separable_units(const problem& p) {
+    const long long out_h = p.map.out_h, out_w = p.map.out_w;
+    const long long fit = std::max<long long>(512, (256 << 10) / (4 * (long long)(p.kh + 1)) / 64 * 64);
+    const int strip = (int)std::min(out_w, fit);
+    row_units u{out_h, out_w, (int)std::min<long long>(out_h, std::max(64, 4 * p.kh)), strip};
+    const long long want = 4LL * cpu_threads(p);
+    while (u.band > std::max(8, p.kh) && p.planes * u.per_plane() < want) u.band = std::max(std::max(8, p.kh), u.band / 2);
+    return u;
   }
 
   rank1_factors f_;

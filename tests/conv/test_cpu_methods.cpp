@@ -154,6 +154,27 @@ TEST_CASE("CPU methods: banks, several units per plane, wide kernels", "[conv]")
   }
 }
 
+TEST_CASE("CPU direct and separable: every fixed tap count, ring wrap-around, several strips", "[conv]") {
+  // taps_rows unrolls 1 x 2..9 and 2..9 x 1 (the separable passes) and 3 x 3, 5 x 5 (direct);
+  // the separable ring of kh filtered rows wraps many times per band; kh = 40 makes strips
+  // narrower than 1600 columns
+  options o;
+  o.border = boundary::reflect101;
+  for (int k = 2; k <= 9; ++k) {
+    check_method<float>(cpu_method::separable, 70, 150, 1, 1, k, k, o);
+    check_method<std::uint8_t>(cpu_method::separable, 70, 150, 1, 1, k, 10 - k, o);
+    check_method<std::uint16_t>(cpu_method::separable, 70, 150, 1, 1, 11 - k, k, o);
+  }
+  o.border = boundary::constant;
+  o.constant_value = 3.f;
+  for (int k : {3, 5}) {
+    check_method<float>(cpu_method::direct, 70, 150, 1, 2, k, k, o);
+    check_method<std::uint8_t>(cpu_method::direct, 70, 150, 1, 1, k, k, o);
+  }
+  check_method<float>(cpu_method::separable, 50, 1600, 1, 1, 40, 3, o);
+  check_method<std::uint8_t>(cpu_method::separable, 50, 1600, 1, 1, 40, 3, o);
+}
+
 TEST_CASE("CPU method chooser: rank-1 detection and the cost model's choices", "[conv]") {
   const auto sep = make_kernels(1, 7, 7, true, 42), dense = make_kernels(1, 7, 7, false, 42);
   CHECK(factor_rank1(sep.data(), 7, 7).found());
