@@ -118,6 +118,21 @@ struct row_units {
   }
 };
 
+// Units for a ring of kh rows per thread (the direct method's extended source rows, the
+// separable method's filtered rows): strips as wide as the ring allows in ~256 KB of the
+// core's L2 (the whole row for small kernels: long sequential reads and writes of the
+// image), bands of max(64, 4 kh) rows (the kh - 1 rows that start a band are built twice),
+// fewer rows per band where that leaves under four units per thread.
+inline row_units ring_units(const problem& p) {
+  const long long out_h = p.map.out_h, out_w = p.map.out_w;
+  const long long fit = std::max<long long>(512, (256 << 10) / (4 * (long long)(p.kh + p.kw)) / 64 * 64);
+  row_units u{out_h, out_w, (int)std::min<long long>(out_h, std::max(64, 4 * p.kh)), (int)std::min(out_w, fit)};
+  const long long want = 4LL * cpu_threads(p);
+  const int least = std::max(8, p.kh);
+  while (u.band > least && p.planes * u.per_plane() < want) u.band = std::max(least, u.band / 2);
+  return u;
+}
+
 // f(in, out) with the buffers typed as the call's pixels.
 template <typename F>
 void with_pixels(const void* in, void* out, pixel px, F&& f) {

@@ -1,7 +1,9 @@
 // The CPU backend's direct method (method.hpp): out(y, x) = sum k(i, j) in_ext(y + oy - i,
 // x + ox - j) term by term in float, for small kernels where kh * kw multiply-adds per output
-// cost less than a tile transform. Units of 32 output rows x 1024 columns (cpu_rows.hpp),
-// whose extended source rows stay in the core's L2; a bank reuses them for every kernel.
+// cost less than a tile transform. Units of output rows x full-width strips (cpu_rows.hpp,
+// ring_units); each extended source row is built once into a ring of kh rows in the core's
+// L2 (read in place from a float image inside the borders), and every kernel of a bank sums
+// its output row from the ring as soon as the row's kh source rows are there.
 #include "cpu_rows.hpp"
 
 namespace gpuconv::conv {
@@ -24,29 +26,32 @@ class cpu_direct final : public plan::impl {
   void run(const T* in, T* out, pixel px) const {
     const problem& p = prob;
     const int kh = p.kh, kw = p.kw;
-    const row_units units{p.map.out_h, p.map.out_w, 32, 1024};
+    const row_units units = ring_units(p);
     const float outside = outside_value(p, px);
     const boundary b = p.options.semantics.border;
     parallel_units(cpu_threads(p), p.planes * units.per_plane(), [&](long long u) {
       const auto [plane, y0, y1, x0, n] = units.at(u);
-      const long long ext_w = n + kw - 1, ext_rows = (y1 - y0) + kh - 1;
-      thread_local std::vector<float> ext;
+      const long long ext_w = n + kw - 1;
+      thread_local std::vector<float> ring;
       thread_local std::vector<const float*> rows, source;
-      ext.resize((std::size_t)(ext_rows * ext_w));
+      ring.resize((std::size_t)(kh * ext_w));
       rows.resize(kh);
-      source.resize((std::size_t)ext_rows);
-      for (long long q = 0; q < ext_rows; ++q) {
+      source.resize(kh);
+      // extended source row q of the unit (q = 0: the band's first output row's top tap), in
+      // place or built in ring slot q mod kh
+      auto extend = [&](long long q) {
         const int src = border_index(y0 + p.geo.oy - (kh - 1) + q, (int)p.height, b);
-        source[q] = source_row(src < 0 ? nullptr : in + (plane * p.height + src) * p.width, p.width,
-                               x0 + p.geo.ox - (kw - 1), ext_w, b, outside, ext.data() + q * ext_w);
-      }
-      for (int k = 0; k < p.kernels; ++k) {
-        const float* kk = p.kernel.data() + (std::size_t)k * kh * kw;
-        for (long long y = y0; y < y1; ++y) {
-          for (int i = 0; i < kh; ++i) rows[i] = source[y - y0 + kh - 1 - i];
-          T* o = out + ((plane * p.kernels + k) * p.map.out_h + y) * p.map.out_w + x0;
-          taps_rows(rows.data(), kk, kh, kw, n, o);
-        }
+        source[q % kh] = source_row(src < 0 ? nullptr : in + (plane * p.height + src) * p.width, p.width,
+                                    x0 + p.geo.ox - (kw - 1), ext_w, b, outside, ring.data() + (q % kh) * ext_w);
+      };
+      for (long long q = 0; q < kh - 1; ++q) extend(q);
+      for (long long y = y0; y < y1; ++y) {
+        const long long newest = y - y0 + kh - 1;  // out row y reads extended rows newest - i
+        extend(newest);
+        for (int i = 0; i < kh; ++i) rows[i] = source[(newest - i) % kh];
+        for (int k = 0; k < p.kernels; ++k)
+          taps_rows(rows.data(), p.kernel.data() + (std::size_t)k * kh * kw, kh, kw, n,
+                    out + ((plane * p.kernels + k) * p.map.out_h + y) * p.map.out_w + x0);
       }
     });
   }

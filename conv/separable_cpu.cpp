@@ -1,7 +1,7 @@
 // The CPU backend's separable method (method.hpp): a rank-1 kernel k(i, j) = c(i) r(j) runs
 // as a row pass (r over each extended source row) and a column pass (c over the filtered
 // rows), kh + kw multiply-adds per output instead of kh * kw. Units of max(32, 2 kh) output
-// rows x full-width strips (cpu_rows.hpp, separable_units): each source row is filtered
+// rows x full-width strips (cpu_rows.hpp, ring_units): each source row is filtered
 // once into a ring of kh rows that stays in the core's L2, and every output row is summed
 // from the ring and stored (rounded and saturated for narrow pixels) as soon as its kh
 // filtered rows are there: one pass over the image, no band of filtered rows.
@@ -27,7 +27,7 @@ class cpu_separable final : public plan::impl {
   void run(const T* in, T* out, pixel px) const {
     const problem& p = prob;
     const int kh = p.kh, kw = p.kw;
-    const row_units units = separable_units(p);
+    const row_units units = ring_units(p);
     const float outside = outside_value(p, px);
     const boundary b = p.options.semantics.border;
     parallel_units(cpu_threads(p), p.planes * units.per_plane(), [&](long long u) {
@@ -58,20 +58,6 @@ class cpu_separable final : public plan::impl {
         }
       }
     });
-  }
-
-  // Strips as wide as the ring of kh filtered rows allows in ~256 KB of the core's L2 (the
-  // whole row for small kernels: long sequential reads and writes of the image), bands of
-  // max(64, 4 kh) rows (the kh - 1 rows that start a band are filtered twice), fewer rows per
-  // band where that leaves under four units per thread.
-  static row_units separable_units(const problem& p) {
-    const long long out_h = p.map.out_h, out_w = p.map.out_w;
-    const long long fit = std::max<long long>(512, (256 << 10) / (4 * (long long)(p.kh + 1)) / 64 * 64);
-    const int strip = (int)std::min(out_w, fit);
-    row_units u{out_h, out_w, (int)std::min<long long>(out_h, std::max(64, 4 * p.kh)), strip};
-    const long long want = 4LL * cpu_threads(p);
-    while (u.band > std::max(8, p.kh) && p.planes * u.per_plane() < want) u.band = std::max(std::max(8, p.kh), u.band / 2);
-    return u;
   }
 
   rank1_factors f_;
