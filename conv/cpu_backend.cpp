@@ -3,6 +3,7 @@
 // gather (boundary rule, pixel type converted on the way in: cpu_rows.hpp's extend_row),
 // 2D R2C (fft/host/real_2d_tile.hpp: transforms vectorised across columns, per-ISA loops),
 // multiply by the kernel spectrum, C2R, scatter (rounded and saturated for narrow pixels).
+// Threads: the CPU pool's (cpu_pool.hpp), one workspace each.
 #include "cpu_rows.hpp"
 #include "fft/host/real_2d_tile.hpp"
 
@@ -69,11 +70,7 @@ class cpu_fft final : public plan::impl {
                     out + ((at.plane * m.kernels + at.kernel) * m.out_h + y0 + a) * m.out_w + x0);
       }
     };
-    const int workers = (int)std::min<long long>(cpu_threads(prob), total);
-    std::vector<std::thread> pool;
-    for (int w = 1; w < workers; ++w) pool.emplace_back(worker);
-    worker();
-    for (auto& t : pool) t.join();
+    run_on_threads((int)std::max<long long>(1, std::min<long long>(cpu_threads(prob), total)), worker);
   }
 
   tile_plan fft_;

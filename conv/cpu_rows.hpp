@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "cpu_pool.hpp"
 
 namespace gpuconv::conv {
 
@@ -82,18 +83,15 @@ void store_row(const float* v, long long n, T* out) {
   else narrow_row(v, n, out);
 }
 
-// Runs f(unit) for unit < units on up to `threads` threads (this one included).
+// Runs f(unit) for unit < units on up to `threads` threads (this one included), the CPU
+// pool's (cpu_pool.hpp).
 template <typename F>
 void parallel_units(int threads, long long units, F&& f) {
   std::atomic<long long> next{0};
   auto worker = [&] {
     for (long long u = next++; u < units; u = next++) f(u);
   };
-  const int workers = (int)std::min<long long>(std::max(threads, 1), units);
-  std::vector<std::thread> pool;
-  for (int w = 1; w < workers; ++w) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  run_on_threads((int)std::min<long long>(std::max(threads, 1), units), worker);
 }
 
 inline int cpu_threads(const problem& p) {

@@ -14,6 +14,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <thread>
 #include <type_traits>
 
 #include "conv/method.hpp"
@@ -173,6 +174,51 @@ TEST_CASE("CPU direct and separable: every fixed tap count, ring wrap-around, se
   }
   check_method<float>(cpu_method::separable, 50, 1600, 1, 1, 40, 3, o);
   check_method<std::uint8_t>(cpu_method::separable, 50, 1600, 1, 1, 40, 3, o);
+}
+
+TEST_CASE("CPU thread pool: any thread count, plans executed from several threads at once", "[conv]") {
+  // one pool serves one call at a time; calls that find it busy start their own threads.
+  // Units are summed in the same order whichever thread takes them: results are identical.
+  const long long h = 130, w = 300;
+  const auto img = test::random_reals<float>(std::size_t(h * w), 11);
+  const auto dense = make_kernels(1, 5, 5, false, 12), sep = make_kernels(1, 9, 9, true, 13),
+             big = make_kernels(1, 33, 33, false, 14);
+  struct one {
+    const std::vector<float>* k;
+    int K;
+    cpu_method m;
+  };
+  for (const one& c : {one{&dense, 5, cpu_method::direct}, one{&sep, 9, cpu_method::separable},
+                       one{&big, 33, cpu_method::fft}}) {
+    INFO("method " << to_string(c.m));
+    plan_options po;
+    po.device = backend::cpu;
+    po.cpu = c.m;
+    po.threads = 1;
+    std::vector<float> want(std::size_t(h * w));
+    plan(h, w, 1, c.k->data(), c.K, c.K, po).execute(img.data(), want.data());
+    for (int threads : {0, 2, 3, 7}) {
+      po.threads = threads;
+      std::vector<float> got(want.size());
+      plan(h, w, 1, c.k->data(), c.K, c.K, po).execute(img.data(), got.data());
+      CHECK(got == want);
+    }
+    po.threads = 2;
+    std::vector<int> mismatches(4, 0);
+    std::vector<std::thread> callers;
+    for (int t = 0; t < 4; ++t)
+      callers.emplace_back([&, t] {
+        plan mine(h, w, 1, c.k->data(), c.K, c.K, po);
+        std::vector<float> got(want.size());
+        for (int r = 0; r < 25; ++r) {
+          std::fill(got.begin(), got.end(), -1.f);
+          mine.execute(img.data(), got.data());
+          mismatches[t] += got != want;
+        }
+      });
+    for (auto& t : callers) t.join();
+    CHECK(mismatches == std::vector<int>(4, 0));
+  }
 }
 
 TEST_CASE("CPU method chooser: rank-1 detection and the cost model's choices", "[conv]") {
