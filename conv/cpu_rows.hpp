@@ -116,6 +116,12 @@ struct row_units {
   }
 };
 
+// The distance between a ring's rows: n floats rounded up to a cache line, plus one line, so
+// that kh rows are never a multiple of 4 KB apart (rows of a 4096-wide image 16 KB apart map
+// to the same L1 sets: 4096^2 fp32 direct K = 15 read in place took 121 ms, 66 ms for uint8
+// from a ring of 4110-float rows).
+inline long long ring_stride(long long n) { return (n + 15) / 16 * 16 + 16; }
+
 // Units for a ring of kh rows per thread (the direct method's extended source rows, the
 // separable method's filtered rows): strips as wide as the ring allows in ~256 KB of the
 // core's L2 (the whole row for small kernels: long sequential reads and writes of the

@@ -34,15 +34,19 @@ class cpu_direct final : public plan::impl {
       const long long ext_w = n + kw - 1;
       thread_local std::vector<float> ring;
       thread_local std::vector<const float*> rows, source;
-      ring.resize((std::size_t)(kh * ext_w));
+      const long long stride = ring_stride(ext_w);
+      ring.resize((std::size_t)(kh * stride));
       rows.resize(kh);
       source.resize(kh);
-      // extended source row q of the unit (q = 0: the band's first output row's top tap), in
-      // place or built in ring slot q mod kh
+      // extended source row q of the unit (q = 0: the band's first output row's top tap), built
+      // in ring slot q mod kh; read in place from a float image only for kh <= 2 (ring_stride)
       auto extend = [&](long long q) {
         const int src = border_index(y0 + p.geo.oy - (kh - 1) + q, (int)p.height, b);
-        source[q % kh] = source_row(src < 0 ? nullptr : in + (plane * p.height + src) * p.width, p.width,
-                                    x0 + p.geo.ox - (kw - 1), ext_w, b, outside, ring.data() + (q % kh) * ext_w);
+        const T* row = src < 0 ? nullptr : in + (plane * p.height + src) * p.width;
+        float* slot = ring.data() + (q % kh) * stride;
+        const long long first = x0 + p.geo.ox - (kw - 1);
+        if (kh <= 2) source[q % kh] = source_row(row, p.width, first, ext_w, b, outside, slot);
+        else extend_row(row, p.width, first, ext_w, b, outside, slot), source[q % kh] = slot;
       };
       for (long long q = 0; q < kh - 1; ++q) extend(q);
       for (long long y = y0; y < y1; ++y) {

@@ -36,7 +36,8 @@ class cpu_separable final : public plan::impl {
       thread_local std::vector<float> ext, ring;
       thread_local std::vector<const float*> rows;
       ext.resize((std::size_t)ext_w);
-      ring.resize((std::size_t)kh * n);
+      const long long stride = ring_stride(n);
+      ring.resize((std::size_t)(kh * stride));
       rows.resize(kh);
       // filtered source row q of the unit (q = 0: the band's first output row's top tap) into
       // ring slot q mod kh
@@ -44,7 +45,7 @@ class cpu_separable final : public plan::impl {
         const int src = border_index(y0 + p.geo.oy - (kh - 1) + q, (int)p.height, b);
         const float* e = source_row(src < 0 ? nullptr : in + (plane * p.height + src) * p.width, p.width,
                                     x0 + p.geo.ox - (kw - 1), ext_w, b, outside, ext.data());
-        taps_rows(&e, row, 1, kw, n, ring.data() + (q % kh) * n);
+        taps_rows(&e, row, 1, kw, n, ring.data() + (q % kh) * stride);
       };
       for (int k = 0; k < p.kernels; ++k) {
         const float* column = f_.column.data() + (std::size_t)k * kh;
@@ -53,7 +54,7 @@ class cpu_separable final : public plan::impl {
         for (long long y = y0; y < y1; ++y) {
           const long long newest = y - y0 + kh - 1;  // out row y reads filtered rows newest - i
           row_pass(row, newest);
-          for (int i = 0; i < kh; ++i) rows[i] = ring.data() + ((newest - i) % kh) * n;
+          for (int i = 0; i < kh; ++i) rows[i] = ring.data() + ((newest - i) % kh) * stride;
           taps_rows(rows.data(), column, kh, 1, n, out + ((plane * p.kernels + k) * p.map.out_h + y) * p.map.out_w + x0);
         }
       }
