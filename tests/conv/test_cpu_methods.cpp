@@ -233,6 +233,11 @@ TEST_CASE("CPU method chooser: rank-1 detection and the cost model's choices", "
   CHECK(plan(64, 64, 1, k3, 3, 3, po).method() == cpu_method::separable);
   CHECK(plan(64, 64, 1, sep.data(), 7, 7, po).method() == cpu_method::separable);
   CHECK(plan(64, 64, 1, dense.data(), 7, 7, po).method() == cpu_method::direct);
+  // long float sums are left to the FFT however small the output (accuracy, method.cpp)
+  const auto wide = make_kernels(1, 20, 30, false, 5);
+  po.semantics.mode = output_mode::valid;
+  CHECK(plan(20, 30, 1, wide.data(), 20, 30, po).method() == cpu_method::fft);
+  po.semantics.mode = output_mode::same;
   const auto big = make_kernels(1, 63, 63, false, 7);
   const plan p63(2048, 2048, 1, big.data(), 63, 63, po);
   CHECK(p63.method() == cpu_method::fft);
