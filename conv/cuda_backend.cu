@@ -13,7 +13,7 @@
 // execute() on host buffers streams the image through the device in units (whole planes,
 // several at a time, or bands of one plane's output rows when a plane is large) with up to
 // three units in flight: while the CPU copies unit u from the caller's pageable buffer into
-// page-locked staging (copy_pool: several threads), unit u-1 crosses PCIe, unit u-2 is
+// page-locked staging (parallel_copy on the CPU pool's threads), unit u-1 crosses PCIe, unit u-2 is
 // convolved and unit u-3 comes back; H2D, compute and D2H each have a stream, ordered by
 // events. A band's input rows (with the rows the kernel reaches beyond it, mapped by the
 // boundary rule on the host) form an image of their own, convolved with 'valid' geometry
@@ -370,10 +370,12 @@ class cuda_backend final : public plan::impl {
                                 std::to_string((W + kc * ow) * (long long)bytes) + " bytes a row");
   }
 
-  // GPUCONV_COPY_THREADS (measurements; default: the cores, at most 16)
-  static int copy_threads(int hw) {
+  // The threads that stage pageable bytes: plan_options::threads, else GPUCONV_COPY_THREADS
+  // (measurements), else the cores, at most 16.
+  int copy_threads() const {
+    if (prob.options.threads > 0) return prob.options.threads;
     const char* e = std::getenv("GPUCONV_COPY_THREADS");
-    return e && std::atoi(e) > 0 ? std::atoi(e) : std::min(16, hw);
+    return e && std::atoi(e) > 0 ? std::atoi(e) : std::min(16, (int)std::max(1u, std::thread::hardware_concurrency()));
   }
 
   static bool page_locked(const void* p) {
@@ -403,11 +405,8 @@ class cuda_backend final : public plan::impl {
     if (!direct) {
       pinned_in_.reserve(L.slots * align_up(L.in_bytes));
       pinned_out_.reserve(L.slots * align_up(L.out_bytes));
-      if (!copier_) {
-        const int hw = (int)std::max(1u, std::thread::hardware_concurrency());
-        copier_ = std::make_unique<copy_pool>(prob.options.threads > 0 ? prob.options.threads : copy_threads(hw));
-      }
     }
+    const int copiers = copy_threads();
     // a row of the outside value (zero or constant boundary), in the pixel type, page-locked
     if (!L.whole && (m.border == boundary::zero || m.border == boundary::constant)) {
       const std::vector<float> outside(W, m.border == boundary::constant ? m.constant_value : 0.f);
@@ -491,7 +490,7 @@ class cuda_backend final : public plan::impl {
           GPUCONV_CUDA(cudaMemcpyAsync(g.dst, g.src, g.bytes, cudaMemcpyHostToDevice, upload_));
       } else {
         input_segments(w, h_in(s));
-        copier_->copy(segs);  // the previous unit's output and this unit's input in one job
+        parallel_copy(copiers, segs);  // the previous unit's output and this unit's input in one job
         GPUCONV_CUDA(cudaMemcpyAsync(d_in(s), h_in(s), unit_in_bytes(w), cudaMemcpyHostToDevice, upload_));
       }
       GPUCONV_CUDA(cudaEventRecord(uploaded_[s], upload_));
@@ -519,7 +518,7 @@ class cuda_backend final : public plan::impl {
     for (long long u = std::max(0LL, L.units - L.slots); u < L.units; ++u) {
       segs.clear();
       drain_segments(u);
-      copier_->copy(segs);
+      parallel_copy(copiers, segs);
     }
   }
 
@@ -540,7 +539,6 @@ class cuda_backend final : public plan::impl {
   device_buffer<cf> spectrum_;
   device_buffer<char> staging_;     // execute() on host buffers: the units' device slots
   pinned_buffer pinned_in_, pinned_out_, outside_row_;
-  std::unique_ptr<copy_pool> copier_;
   cuda_stream stream_, upload_, download_;
   cuda_event uploaded_[3] = {cuda_event(cudaEventDisableTiming), cuda_event(cudaEventDisableTiming), cuda_event(cudaEventDisableTiming)};
   cuda_event convolved_[3] = {cuda_event(cudaEventDisableTiming), cuda_event(cudaEventDisableTiming), cuda_event(cudaEventDisableTiming)};

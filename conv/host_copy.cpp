@@ -1,6 +1,7 @@
 #include "host_copy.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -8,25 +9,14 @@
 #include <emmintrin.h>
 #endif
 
+#include "cpu_pool.hpp"
+
 namespace gpuconv::conv {
 
 namespace {
 // Below this a copy is not worth waking the threads for.
 constexpr std::size_t min_bytes_per_thread = std::size_t(1) << 20;
 }  // namespace
-
-copy_pool::copy_pool(int threads) {
-  for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this, i] { worker(i); });
-}
-
-copy_pool::~copy_pool() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
-  }
-  start_.notify_all();
-  for (auto& t : workers_) t.join();
-}
 
 // memcpy with non-temporal stores for large copies: the destination is written without being
 // read into the cache first (an ordinary store reads each line before writing it), which cuts
@@ -77,13 +67,15 @@ void stream_fence() {
 }
 }  // namespace
 
-// Copier `index` of `parts` copies bytes [total * index / parts, total * (index + 1) / parts)
-// of the segments laid end to end.
-void copy_pool::share(int index, int parts) {
-  const std::size_t begin = job_bytes_ / parts * index + std::min<std::size_t>(index, job_bytes_ % parts);
-  const std::size_t end = begin + job_bytes_ / parts + (std::size_t(index) < job_bytes_ % parts ? 1 : 0);
+namespace {
+
+// Part `index` of `parts`: bytes [total * index / parts, total * (index + 1) / parts) of the
+// segments laid end to end.
+void copy_part(const std::vector<copy_segment>& segments, std::size_t total, int index, int parts) {
+  const std::size_t begin = total / parts * index + std::min<std::size_t>(index, total % parts);
+  const std::size_t end = begin + total / parts + (std::size_t(index) < total % parts ? 1 : 0);
   std::size_t at = 0;
-  for (const copy_segment& s : *job_) {
+  for (const copy_segment& s : segments) {
     const std::size_t lo = std::max(begin, at), hi = std::min(end, at + s.bytes);
     if (lo < hi)
       stream_copy(static_cast<char*>(s.dst) + (lo - at), static_cast<const char*>(s.src) + (lo - at), hi - lo);
@@ -93,47 +85,21 @@ void copy_pool::share(int index, int parts) {
   stream_fence();
 }
 
-void copy_pool::copy(const std::vector<copy_segment>& segments) {
+}  // namespace
+
+void parallel_copy(int threads, const std::vector<copy_segment>& segments) {
   std::size_t total = 0;
   for (const copy_segment& s : segments) total += s.bytes;
-  const int parts = (int)std::min<std::size_t>(threads(), std::max<std::size_t>(1, total / min_bytes_per_thread));
+  const int parts = (int)std::min<std::size_t>(std::max(threads, 1), std::max<std::size_t>(1, total / min_bytes_per_thread));
   if (parts <= 1) {
     for (const copy_segment& s : segments) std::memcpy(s.dst, s.src, s.bytes);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &segments;
-    job_bytes_ = total;
-    parts_ = parts;
-    pending_ = (int)workers_.size();  // every worker acknowledges (those beyond `parts` copy nothing)
-    ++generation_;
-  }
-  start_.notify_all();
-  share(0, parts);
-  std::unique_lock<std::mutex> lock(mutex_);
-  finished_.wait(lock, [&] { return pending_ == 0; });
-  job_ = nullptr;
-}
-
-void copy_pool::worker(int index) {
-  unsigned long long seen = 0;
-  for (;;) {
-    int parts;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      start_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      parts = parts_;
-    }
-    if (index < parts) share(index, parts);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      --pending_;
-    }
-    finished_.notify_one();
-  }
+  std::atomic<int> next{0};
+  auto body = [&] {
+    for (int i = next++; i < parts; i = next++) copy_part(segments, total, i, parts);
+  };
+  run_on_threads(parts, body);
 }
 
 }  // namespace gpuconv::conv

@@ -131,10 +131,9 @@ int run_host(const options& opt) {
     const std::size_t bytes = std::size_t(144) << 20;
     std::vector<char> a(bytes, 1), b(bytes, 2);
     std::printf("host memcpy of %zu MB (GB/s by threads):", bytes >> 20);
+    const std::vector<conv::copy_segment> seg{{b.data(), a.data(), bytes}};
     for (int t : {1, 2, 4, 8, 16}) {
-      conv::copy_pool pool(t);
-      const std::vector<conv::copy_segment> seg{{b.data(), a.data(), bytes}};
-      const double ms = median_wall_ms([&] { pool.copy(seg); }, 1, 5);
+      const double ms = median_wall_ms([&] { conv::parallel_copy(t, seg); }, 1, 5);
       std::printf(" %d: %.1f", t, double(bytes) / (ms * 1e-3) / 1e9);
     }
     const double reg = median_wall_ms([&] {

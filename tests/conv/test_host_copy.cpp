@@ -1,4 +1,4 @@
-// copy_pool: the parallel memcpy behind plan::execute on host buffers. Every byte of every
+// parallel_copy: the parallel memcpy behind plan::execute on host buffers. Every byte of every
 // segment lands where it belongs, for segment lists that split across the copiers anywhere.
 #include <catch2/catch_test_macros.hpp>
 
@@ -7,14 +7,12 @@
 
 #include "conv/host_copy.hpp"
 
-using gpuconv::conv::copy_pool;
 using gpuconv::conv::copy_segment;
+using gpuconv::conv::parallel_copy;
 
-TEST_CASE("copy_pool copies every segment exactly, any thread count and split", "[conv]") {
+TEST_CASE("parallel_copy copies every segment exactly, any thread count and split", "[conv]") {
   const std::size_t mb = std::size_t(1) << 20;
   for (int threads : {1, 2, 3, 8}) {
-    copy_pool pool(threads);
-    CHECK(pool.threads() == threads);
     // sizes around the split points: tiny, odd, several MB, one segment much larger
     for (const std::vector<std::size_t>& sizes : std::vector<std::vector<std::size_t>>{
              {0}, {1}, {7, 0, 13}, {5 * mb + 3}, {mb, 1, mb + 17, 3 * mb, 2}, {64 * 1024, 9 * mb + 1, 5}}) {
@@ -30,7 +28,7 @@ TEST_CASE("copy_pool copies every segment exactly, any thread count and split", 
         at += s;
         out += s + 1;
       }
-      pool.copy(segs);
+      parallel_copy(threads, segs);
       at = out = 0;
       bool same = true;
       for (std::size_t s : sizes) {
