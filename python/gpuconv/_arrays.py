@@ -70,15 +70,19 @@ class Ops:
         raise NotImplementedError
 
 
+def _torch_dtype_name(x: Any) -> str:
+    d = x.dtype
+    name = _DTYPE_NAMES.get(d)
+    if name is None:
+        name = _DTYPE_NAMES[d] = str(d).replace("torch.", "")
+    return name
+
+
 class TorchCpuOps(Ops):
     kind = "torch"
 
     def dtype_name(self, x: Any) -> str:
-        d = x.dtype
-        name = _DTYPE_NAMES.get(d)
-        if name is None:
-            name = _DTYPE_NAMES[d] = str(d).replace("torch.", "")
-        return name
+        return _torch_dtype_name(x)
 
     def to_host_numpy(self, x: Any) -> np.ndarray:
         return x.detach().numpy()
@@ -146,11 +150,7 @@ class TorchCudaOps(Ops):
             self._dtypes["uint16"] = torch.uint16
 
     def dtype_name(self, x: Any) -> str:
-        d = x.dtype
-        name = _DTYPE_NAMES.get(d)
-        if name is None:
-            name = _DTYPE_NAMES[d] = str(d).replace("torch.", "")
-        return name
+        return _torch_dtype_name(x)
 
     def moveaxis(self, x: Any, src: Tuple[int, ...], dst: Tuple[int, ...]) -> Any:
         return self._torch.movedim(x, src, dst)
