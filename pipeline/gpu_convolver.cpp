@@ -1,5 +1,7 @@
 #include "gpu_convolver.hpp"
 
+#include "conv/host_copy.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -79,7 +81,7 @@ stored_image gpu_convolver::upload(const void* host, sample type, int height, in
     const std::size_t n = std::min(chunk_bytes, bytes - offset);
     void* staging = staging_[k].reserve(chunk_bytes);
     GPUCONV_CUDA(cudaEventSynchronize(staged_[k]));  // its previous DMA is done
-    std::memcpy(staging, src + offset, n);
+    conv::parallel_copy(copy_threads_, {{staging, src + offset, n}});
     GPUCONV_CUDA(cudaMemcpyAsync(device + offset, staging, n, cudaMemcpyHostToDevice, stream()));
     GPUCONV_CUDA(cudaEventRecord(staged_[k], stream()));
   }
@@ -154,7 +156,7 @@ void gpu_convolver::download(void* host, std::size_t bytes) {
     GPUCONV_CUDA(cudaEventRecord(staged_[k], stream()));
     if (pending_n) {
       GPUCONV_CUDA(cudaEventSynchronize(staged_[pending_k]));
-      std::memcpy(dst + pending_offset, staging_[pending_k].data(), pending_n);
+      conv::parallel_copy(copy_threads_, {{dst + pending_offset, staging_[pending_k].data(), pending_n}});
     }
     pending_offset = offset;
     pending_n = n;
@@ -162,7 +164,7 @@ void gpu_convolver::download(void* host, std::size_t bytes) {
   }
   if (pending_n) {
     GPUCONV_CUDA(cudaEventSynchronize(staged_[pending_k]));
-    std::memcpy(dst + pending_offset, staging_[pending_k].data(), pending_n);
+    conv::parallel_copy(copy_threads_, {{dst + pending_offset, staging_[pending_k].data(), pending_n}});
   }
 }
 

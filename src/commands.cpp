@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <filesystem>
@@ -111,6 +112,8 @@ int run_convolve(const cli_options& o, std::ostream& err) {
     throw usage_error("output '" + o.output + "' is the input file; refusing to overwrite it");
   kernel k = load_kernel(o);
   convolve_settings s = o.settings;
+  // one image: the host side of the GPU's staging copies may take every core
+  s.copy_threads = int(std::min(16u, std::max(1u, std::thread::hardware_concurrency())));
   // --device auto runs a small image on the CPU: CUDA's start-up costs more than it saves.
   if (s.device == conv::backend::automatic) {
     const auto size = peek_image_size(in);
@@ -125,14 +128,16 @@ int run_convolve(const cli_options& o, std::ostream& err) {
   // CUDA's start-up (the driver, the context, and nvJPEG's handles for --decoder gpu) on
   // another thread, while this one reads and decodes the file.
   std::exception_ptr init_error;
-  double init_seconds = 0;
+  double init_seconds = 0, driver_seconds = 0, context_seconds = 0;
   std::thread init;
   if (s.device != conv::backend::cpu)
     init = std::thread([&] {
       const auto t0 = clock_type::now();
       try {
-        const bool have_device = cuda_device_available();
-        if (have_device) pipeline::gpu_convolver::warm_up();
+        const bool have_device = cuda_device_available();  // the driver's start (cuInit)
+        driver_seconds = seconds_since(t0);
+        if (have_device) pipeline::gpu_convolver::warm_up();  // the primary context
+        context_seconds = seconds_since(t0) - driver_seconds;
 #ifdef GPUCONV_HAVE_NVJPEG
         if (have_device && jpeg_candidate) (void)pipeline::nvjpeg_library();
 #endif
@@ -157,8 +162,9 @@ int run_convolve(const cli_options& o, std::ostream& err) {
       s.device = resolve_device(s.device, o.quiet, err);
       cuda = s.device == conv::backend::cuda;
       // the wait only: the start-up itself ran beside the stages before
-      timer.mark("cuda-wait", "start-up " + std::to_string(init_seconds).substr(0, 6) + " s on its own thread; device " +
-                                  (cuda ? "cuda" : "cpu"));
+      timer.mark("cuda-wait", "start-up " + std::to_string(init_seconds).substr(0, 6) + " s on its own thread (driver " +
+                                  std::to_string(driver_seconds).substr(0, 6) + " s, context " +
+                                  std::to_string(context_seconds).substr(0, 6) + " s); device " + (cuda ? "cuda" : "cpu"));
     }
     if (s.decoder == jpeg_decoder::gpu && !cuda) throw usage_error("--decoder gpu needs --device cuda (or auto with a GPU)");
   };

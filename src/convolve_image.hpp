@@ -54,6 +54,8 @@ struct convolve_settings {
   int threads = 0;                            // CPU backend threads (0: all cores)
   jpeg_decoder decoder = jpeg_decoder::automatic;
   codec_options codec;                        // --quality, --png-level
+  int copy_threads = 1;  // CUDA: threads for the host side of the pinned staging (the one-image
+                         // command gives it every core; a batch's cores decode and encode instead)
 };
 
 // One image between decode and encode.
