@@ -114,6 +114,7 @@ int run_convolve(const cli_options& o, std::ostream& err) {
   convolve_settings s = o.settings;
   // one image: the host side of the GPU's staging copies may take every core
   s.copy_threads = int(std::min(16u, std::max(1u, std::thread::hardware_concurrency())));
+  s.codec.jpeg_threads = s.copy_threads;  // and its JPEG encode, in strips
   // --device auto runs a small image on the CPU: CUDA's start-up costs more than it saves.
   if (s.device == conv::backend::automatic) {
     const auto size = peek_image_size(in);

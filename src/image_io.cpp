@@ -1,4 +1,5 @@
 #include "image_io.hpp"
+#include "jpeg_strips.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -321,6 +322,8 @@ std::vector<unsigned char> encode_output(const fs::path& file, const cv::Mat& im
   const std::string name = "output '" + file.string() + "'";
   std::vector<unsigned char> bytes;
   try {
+    if (is_jpeg_name(file) && codec.jpeg_threads > 1)
+      if (auto strips = encode_jpeg_strips(m, codec.jpeg_quality, codec.jpeg_threads)) return std::move(*strips);
     if (!cv::imencode(file.extension().string(), m, bytes, write_params(file, m, codec)))
       throw output_error(name + ": OpenCV could not encode it as '" + file.extension().string() + "'");
   } catch (const cv::Exception& e) {

@@ -68,6 +68,9 @@ struct codec_options {
   // filter); 0..9 sets the zlib level with zlib's default strategy and libpng's adaptive
   // filters (smaller files, slower: docs/benchmarks.md)
   int png_level = -1;
+  // JPEG: encode one image in strips on this many threads (jpeg_strips.hpp; same pixels as one
+  // piece, restart markers added); 1 encodes it in one piece, as cv::imwrite does
+  int jpeg_threads = 1;
 };
 
 // cv::imwrite parameters for `file`: JPEG quality, PNG compression level; float TIFF is
