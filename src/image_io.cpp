@@ -108,7 +108,8 @@ ssize_t write_message(void*, const char* data, std::size_t size) {
   return ssize_t(size);
 }
 
-// The captured messages as one line: newlines become "; ", trailing separators dropped.
+}  // namespace
+
 std::string one_line(std::string text) {
   std::string out;
   for (char ch : text) {
@@ -121,8 +122,6 @@ std::string one_line(std::string text) {
   while (!out.empty() && (out.back() == ' ' || out.back() == ';')) out.pop_back();
   return out;
 }
-
-}  // namespace
 
 long long max_image_pixels() {
   if (const char* env = std::getenv("GPUCONV_MAX_PIXELS")) {
@@ -180,8 +179,8 @@ input_error too_large(const std::string& name, long long w, long long h) {
                      std::to_string(max_image_pixels()) + " (GPUCONV_MAX_PIXELS)");
 }
 
-// The checks before any byte is decoded: the file exists, is no directory, can be read, is
-// not empty, and its header (where readable) claims no more than max_image_pixels().
+}  // namespace
+
 void check_before_decoding(const fs::path& file, const std::string& name) {
   std::error_code ec;
   const auto status = fs::status(file, ec);
@@ -194,10 +193,17 @@ void check_before_decoding(const fs::path& file, const std::string& name) {
     throw too_large(name, size->width, size->height);
 }
 
+std::string take_decoder_messages() {
+  std::string said = one_line(decoder_text);
+  decoder_text.clear();
+  return said;
+}
+
+namespace {
+
 // After decoding: the decoder's words, the pixel limit, depth and channels.
 cv::Mat checked(cv::Mat img, const std::string& name) {
-  const std::string said = one_line(decoder_text);
-  decoder_text.clear();
+  const std::string said = take_decoder_messages();
   if (img.empty())
     throw input_error(name + ": cannot be read or decoded (" +
                       (said.empty() ? std::string("unreadable, corrupt or unsupported") : said) + ")");

@@ -36,6 +36,18 @@ std::optional<image_size> peek_image_size(const std::filesystem::path& file);
 // GPUCONV_DECODER_MESSAGES=1 leaves them on stderr as they come.
 void capture_decoder_messages();
 
+// The checks before any byte is decoded: the file exists, is no directory, can be read, is
+// not empty, and its header (where readable) claims no more than max_image_pixels(). Throws
+// input_error whose message starts with `name` ("input 'a.png'").
+void check_before_decoding(const std::filesystem::path& file, const std::string& name);
+
+// `text` as one line: newlines become "; ", trailing separators dropped.
+std::string one_line(std::string text);
+
+// What the decoders printed on this thread (capture_decoder_messages) since the last call, as
+// one line, and forgets it.
+std::string take_decoder_messages();
+
 // Throws input_error naming the file when it cannot be read or decoded, is larger than
 // max_image_pixels() (naming the size), or holds a depth or channel count outside
 // 8U/16U/32F x 1..4 channels.

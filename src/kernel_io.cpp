@@ -14,6 +14,7 @@
 
 #include "errors.hpp"
 #include "named_kernels.hpp"
+#include "stack_io.hpp"
 
 namespace gpuconv::app {
 
@@ -116,6 +117,19 @@ bool is_image_extension(const fs::path& file) {
   return std::any_of(std::begin(known), std::end(known), [&](const char* e) { return ext == e; });
 }
 
+namespace {
+
+// A PSF conserves flux: scaled to sum 1 (input_error when it sums to ~0).
+kernel normalised_psf(kernel k) {
+  const double s = k.sum();
+  if (!(std::abs(s) >= 1e-12 * k.abs_sum()) || s == 0)
+    throw input_error(k.source + ": sums to ~0, cannot be normalised to sum 1");
+  for (float& v : k.values) v = static_cast<float>(v / s);
+  return k;
+}
+
+}  // namespace
+
 kernel read_psf_image(const fs::path& file) {
   kernel k;
   k.source = "PSF image '" + file.string() + "'";
@@ -140,20 +154,45 @@ kernel read_psf_image(const fs::path& file) {
       k.values.push_back(row[x]);
     }
   }
-  const double s = k.sum();
-  if (!(std::abs(s) >= 1e-12 * k.abs_sum()) || s == 0)
-    throw input_error(k.source + ": sums to ~0, cannot be normalised to sum 1");
-  for (float& v : k.values) v = static_cast<float>(v / s);
-  return k;
+  return normalised_psf(std::move(k));
+}
+
+kernel read_psf_stack(const fs::path& file) {
+  const std::string source = "PSF stack '" + file.string() + "'";
+  volume v = read_stack(file, source);
+  kernel k;
+  k.source = source;
+  k.depth = int(v.depth);
+  k.height = int(v.height);
+  k.width = int(v.width);
+  for (std::size_t i = 0; i < v.values.size(); ++i)
+    if (!std::isfinite(v.values[i])) {
+      const std::size_t plane = std::size_t(v.height * v.width);
+      throw input_error(source + ": voxel (page " + std::to_string(i / plane + 1) + ", row " +
+                        std::to_string(i % plane / v.width) + ", col " + std::to_string(i % v.width) +
+                        ") is not finite");
+    }
+  k.values = std::move(v.values);
+  return normalised_psf(std::move(k));
 }
 
 kernel resolve_kernel(const std::string& arg) {
+  kernel k = resolve_volume_kernel(arg);
+  if (k.depth > 1)
+    throw usage_error(k.source + " is 3D (" + std::to_string(k.width) + " x " + std::to_string(k.height) + " x " +
+                      std::to_string(k.depth) + "); 3D kernels apply to stacks (multi-page TIFF inputs)");
+  return k;
+}
+
+kernel resolve_volume_kernel(const std::string& arg) {
   std::error_code ec;
   const fs::path file(arg);
   if (!arg.empty() && fs::is_directory(file, ec))
     throw input_error("kernel '" + arg + "': is a directory, not a kernel file");
-  if (!arg.empty() && fs::is_regular_file(file, ec))
-    return is_image_extension(file) ? read_psf_image(file) : read_text_kernel(file);
+  if (!arg.empty() && fs::is_regular_file(file, ec)) {
+    if (!is_image_extension(file)) return read_text_kernel(file);
+    return is_stack_file(file) ? read_psf_stack(file) : read_psf_image(file);
+  }
   if (auto named = make_named_kernel(arg)) return std::move(*named);
   throw input_error("kernel '" + arg + "': no such file and not a named kernel (see `gpuconv kernels`)");
 }

@@ -97,13 +97,19 @@ std::vector<double> normalised(std::vector<double> v) {
   return v;
 }
 
-// The normalised 2D gaussian of `side` (odd) as doubles: outer product of the 1D one.
-std::vector<double> gaussian_2d(double sigma, int side) {
+// The normalised 1D gaussian of `side` (odd) as doubles.
+std::vector<double> gaussian_1d(double sigma, int side) {
   const int r = side / 2;
   std::vector<double> g(side);
   double s = 0;
   for (int i = 0; i < side; ++i) s += g[i] = std::exp(-double(i - r) * (i - r) / (2 * sigma * sigma));
   for (double& x : g) x /= s;
+  return g;
+}
+
+// The normalised 2D gaussian of `side` (odd) as doubles: outer product of the 1D one.
+std::vector<double> gaussian_2d(double sigma, int side) {
+  const std::vector<double> g = gaussian_1d(sigma, side);
   std::vector<double> v(std::size_t(side) * side);
   for (int i = 0; i < side; ++i)
     for (int j = 0; j < side; ++j) v[std::size_t(i) * side + j] = g[i] * g[j];
@@ -118,6 +124,32 @@ kernel gaussian(const spec_parser& p) {
   int side = p.params.size() > 1 ? p.integer(1, "SIZE", 1) : gaussian_side(p, sigma);
   if (side % 2 == 0) p.fail("SIZE must be odd, got " + std::to_string(side));
   return square(side, gaussian_2d(sigma, side), p);
+}
+
+// gaussian3d:SX,SY,SZ (or gaussian3d:SIGMA, isotropic): the product gz(z) gy(y) gx(x) of
+// normalised 1D gaussians, each of 2*round(4*S)+1 taps (the 2D gaussian's truncation, per
+// axis); sums to 1. At most max_side^2 voxels in all, the largest 2D kernel's count.
+kernel gaussian3d(const spec_parser& p) {
+  p.expect_count(1, 3);
+  if (p.params.size() == 2) p.fail("expects SIGMA or SX,SY,SZ, got 2 parameters");
+  const bool iso = p.params.size() == 1;
+  const double sx = p.positive(0, iso ? "SIGMA" : "SX"), sy = iso ? sx : p.positive(1, "SY"),
+               sz = iso ? sx : p.positive(2, "SZ");
+  const int wx = gaussian_side(p, sx), wy = gaussian_side(p, sy), wz = gaussian_side(p, sz);
+  if (double(wx) * wy * wz > double(max_side) * max_side)
+    p.fail("the kernel would be " + std::to_string(wx) + " x " + std::to_string(wy) + " x " + std::to_string(wz) +
+           " voxels, more than " + std::to_string(max_side) + "^2");
+  const std::vector<double> gx = gaussian_1d(sx, wx), gy = gaussian_1d(sy, wy), gz = gaussian_1d(sz, wz);
+  kernel k;
+  k.depth = wz;
+  k.height = wy;
+  k.width = wx;
+  k.values.reserve(std::size_t(wx) * wy * wz);
+  for (int z = 0; z < wz; ++z)
+    for (int y = 0; y < wy; ++y)
+      for (int x = 0; x < wx; ++x) k.values.push_back(float(gz[z] * gy[y] * gx[x]));
+  k.source = "named kernel '" + p.spec + "'";
+  return k;
 }
 
 kernel box(const spec_parser& p) {
@@ -199,6 +231,7 @@ using factory = std::function<kernel(const spec_parser&)>;
 const std::map<std::string, factory>& table() {
   static const std::map<std::string, factory> t{
       {"gaussian", gaussian},
+      {"gaussian3d", gaussian3d},
       {"box", box},
       {"disk", disk},
       {"motion", motion},
@@ -239,6 +272,8 @@ convolution, and give the conventional result with it:
 
   gaussian:SIGMA[,SIZE]  normalised gaussian, SIZE x SIZE (odd); default SIZE = 2*round(4*SIGMA)+1,
                          the radius of scipy.ndimage.gaussian_filter (truncate=4). Sums to 1.
+  gaussian3d:SX,SY,SZ    3D gaussian for stacks (multi-page TIFF inputs), sigmas along x, y, z
+  gaussian3d:SIGMA       (one SIGMA: isotropic); 2*round(4*S)+1 taps per axis. Sums to 1.
   box:N                  N x N mean filter, every value 1/N^2.
   disk:R                 (2*floor(R)+1)^2 square, 1 where x^2 + y^2 <= R^2, normalised to sum 1.
   motion:LEN,ANGLE       a line of LEN pixels through the centre at ANGLE degrees counter-clockwise

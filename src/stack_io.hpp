@@ -1,0 +1,67 @@
+// Volumes in files: multi-page TIFF stacks, one gray page per z slice (ImageJ/Fiji's
+// convention). Reading goes through OpenCV (cv::imreadmulti, libtiff: every compression it
+// knows); writing through our own baseline TIFF encoder (tiff_stack_bytes: uncompressed, one
+// strip per page, little-endian), because OpenCV 4.6 encodes several pages only into a file
+// (cv::imwritemulti), and outputs must be encoded in memory to go through
+// write_bytes_atomic (a temp file, fsync, rename; write errors reported with their errno).
+//
+// Rules (README "Volumes"):
+// - samples 8-bit, 16-bit or 32-bit float, all pages the same size and depth;
+// - one channel per page: a page with several channels (RGB, gray + alpha) is an input_error
+//   naming the page (split the channels first; a colour stack has no one PSF per channel here);
+// - at most max_image_pixels() voxels in all (2^28, GPUCONV_MAX_PIXELS), checked from the
+//   first page's header and the page count before decoding.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+#include "image_io.hpp"
+
+namespace gpuconv::app {
+
+// D x H x W samples in stored units, as float, z slice after z slice, each row-major.
+struct volume {
+  long long depth = 0, height = 0, width = 0;
+  int cv_depth = CV_32F;  // the file's sample type (CV_8U, CV_16U, CV_32F)
+  std::vector<float> values;
+  long long voxels() const { return depth * height * width; }
+};
+
+// True when `file` starts with a TIFF signature (II*\0 or MM\0*), whatever its extension.
+bool is_tiff_file(const std::filesystem::path& file);
+
+// The number of pages of a TIFF file (libtiff's directory count); 0 when it is not a TIFF
+// or its directories cannot be read.
+int tiff_page_count(const std::filesystem::path& file);
+
+// A TIFF with two or more pages: the CLI's 3D path.
+bool is_stack_file(const std::filesystem::path& file);
+
+// Reads every page. `role` starts the messages: "input 'a.tif'", "PSF stack 'p.tif'".
+// Throws input_error (exit 3) for a missing, empty, unreadable, truncated or corrupt file,
+// pages of different sizes or depths, multi-channel pages, other depths, and a stack above
+// the voxel limit.
+volume read_stack(const std::filesystem::path& file, const std::string& role);
+
+// Baseline TIFF bytes of `pages` (all of one size, one channel, CV_8U / CV_16U / CV_32F):
+// uncompressed, one strip per page, BlackIsZero, SampleFormat 1 (unsigned) or 3 (float).
+// Throws output_error naming `file` for mixed pages or a file over 4 GiB (classic TIFF's
+// offsets are 32-bit).
+std::vector<unsigned char> tiff_stack_bytes(const std::vector<cv::Mat>& pages, const std::filesystem::path& file);
+
+// The volume's values as pages of `cv_depth`: out = scale * v + offset, then for 8/16-bit
+// rounded half to even (cvRound) and saturated; `clipped` counts the voxels outside the range
+// (NaN included). Float pages are not rounded.
+std::vector<cv::Mat> volume_pages(const volume& v, int cv_depth, double scale, double offset, long long& clipped);
+
+// Throws usage_error unless `file` ends in .tif or .tiff: stacks are written as TIFF only.
+void check_stack_output(const std::filesystem::path& file);
+
+// volume_pages + tiff_stack_bytes + write_bytes_atomic; returns the clipped voxel count.
+long long write_stack(const std::filesystem::path& file, const volume& v, int cv_depth, double scale = 1,
+                      double offset = 0);
+
+}  // namespace gpuconv::app
