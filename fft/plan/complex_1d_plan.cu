@@ -7,7 +7,7 @@
 #include "../kernels/complex_1d.cuh"
 #include "../kernels/transpose.cuh"
 #include "dispatch.hpp"
-#include "twiddle_table.hpp"
+#include "device_table.hpp"
 
 namespace gpuconv::fft {
 
@@ -30,12 +30,8 @@ complex_1d_plan::complex_1d_plan(int n, long long rows) : n_(n), rows_(rows) {
   if (!is_pow2(n) || n < min_length || n > max_length)
     throw std::invalid_argument("complex_1d_plan: length " + std::to_string(n) + " is not a power of two in [2, 4096]");
   if (rows < 1) throw std::invalid_argument("complex_1d_plan: rows " + std::to_string(rows) + " is < 1");
-  const auto host = twiddle_table<float>(2 * n);
-  table_ = device_buffer<complex_t<float>>(host.size());
-  GPUCONV_CUDA(cudaMemcpy(table_.data(), host.data(), table_.bytes(), cudaMemcpyHostToDevice));
-  int device = 0, sms = 0;
-  GPUCONV_CUDA(cudaGetDevice(&device));
-  GPUCONV_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  table_ = device_twiddle_table(2 * n);
+  const int sms = current_device_sms();
   dispatch_pow2<2>(n, [&](auto len) {
     using policy = complex_1d_policy<decltype(len)::value>;
     int per_sm = 0;

@@ -1,0 +1,66 @@
+// plan3d: validation, the tiling, and the backend choice (backend3d.hpp). The CPU backend is
+// cpu3d.cpp, the CUDA backend plan3d.cu.
+#include "plan3d.hpp"
+
+#include <string>
+
+#include "backend3d.hpp"
+#include "fft/device/cuda_check.hpp"
+
+namespace gpuconv::conv {
+
+namespace {
+
+problem3d make_problem3d(long long depth, long long height, long long width, int volumes, const float* psf, int kd,
+                         int kh, int kw, const plan_options& o) {
+  if (volumes < 1) throw std::invalid_argument("conv::plan3d: volumes " + std::to_string(volumes) + " is < 1");
+  validate_plan3d(depth, height, width, psf, kd, kh, kw, o.semantics);
+  const geometry3d g = make_geometry3d(depth, height, width, kd, kh, kw, o.semantics.mode);
+  return problem3d{depth, height, width, volumes, g,
+                   choose_tiling3d(g.out_d, g.out_h, g.out_w, kd, kh, kw, o.tile),
+                   effective_kernel3d(psf, kd, kh, kw, o.semantics.op), kd, kh, kw, o};
+}
+
+}  // namespace
+
+plan3d::plan3d(long long depth, long long height, long long width, int volumes, const float* psf, int kd, int kh,
+               int kw, const plan_options& options) {
+  problem3d p = make_problem3d(depth, height, width, volumes, psf, kd, kh, kw, options);
+  switch (options.device) {
+    case backend::cpu: impl_ = make_cpu3d_backend(std::move(p)); break;
+    case backend::cuda:
+      if (!cuda_device_available())
+        throw std::invalid_argument("conv::plan3d: the CUDA backend was asked for but no CUDA device is present");
+      impl_ = make_cuda3d_backend(std::move(p));
+      break;
+    case backend::automatic:
+      impl_ = cuda_device_available() ? make_cuda3d_backend(std::move(p)) : make_cpu3d_backend(std::move(p));
+      break;
+  }
+}
+
+plan3d::~plan3d() = default;
+plan3d::plan3d(plan3d&&) noexcept = default;
+plan3d& plan3d::operator=(plan3d&&) noexcept = default;
+
+void plan3d::execute_any(const void* in, void* out, int bytes, bool is_float) {
+  if (!in || !out) throw std::invalid_argument("conv::plan3d::execute: null pointer");
+  impl_->execute(in, out, pixel_of(bytes, is_float));
+}
+
+void plan3d::execute_device_any(const void* in, void* out, int bytes, bool is_float, cudaStream_t stream) {
+  if (!in || !out) throw std::invalid_argument("conv::plan3d::execute_device: null pointer");
+  impl_->execute_device(in, out, pixel_of(bytes, is_float), stream);
+}
+
+long long plan3d::output_depth() const { return impl_->prob.geo.out_d; }
+long long plan3d::output_height() const { return impl_->prob.geo.out_h; }
+long long plan3d::output_width() const { return impl_->prob.geo.out_w; }
+int plan3d::volumes() const { return impl_->prob.volumes; }
+backend plan3d::selected_backend() const { return impl_->kind(); }
+cpu_method plan3d::method() const { return impl_->method(); }
+plan3d::tile_shape plan3d::tile() const {
+  return {impl_->prob.tiles.tile_d, impl_->prob.tiles.tile_h, impl_->prob.tiles.tile_w};
+}
+
+}  // namespace gpuconv::conv

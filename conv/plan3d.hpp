@@ -1,0 +1,71 @@
+// Volume convolution API: plan3d is conv::plan for D x H x W volumes (image stacks) with a
+// Kd x Kh x Kw kernel (a point-spread function), built once and executed many times.
+// Semantics are the 2D plan's on each axis (semantics3d.hpp): convolution or correlation,
+// same/full/valid, the six boundaries and the constant value of plan_options::semantics,
+// anchor (K-1)/2 per axis. Volumes are depth-major (slice after slice, each row-major), one
+// volume after another; the kernel has the same layout.
+//
+// Engine: 3D overlap-save tiles (tile_map3d.hpp) of power-of-two sides; per tile a 3D R2C,
+// a multiply by the kernel's tile spectrum (computed once, at plan time), and a C2R.
+// Backends: CUDA (fft::real_3d_plan; bands of output slices when a volume does not fit
+// plan_options::memory_limit) and CPU (a direct sum for small kernels, else the same tiles
+// through the host 3D FFT, multithreaded). automatic picks CUDA when a device is present.
+#pragma once
+#include <memory>
+
+#include "plan.hpp"
+
+namespace gpuconv::conv {
+
+class plan3d {
+ public:
+  // psf: kd x kh x kw on the host. Throws std::invalid_argument on bad input (empty shapes,
+  // a null kernel, NaN/Inf in it, 'valid' with a kernel larger than the volume) and
+  // gpuconv::cuda_error when the CUDA backend cannot be set up. plan_options: semantics,
+  // device, tile (forces a cubic tile side), memory_limit, threads, cuda_device and cpu
+  // (direct or fft; automatic and separable: the cost model) apply; path and autotune are
+  // 2D choices and are ignored.
+  plan3d(long long depth, long long height, long long width, int volumes, const float* psf, int kd, int kh, int kw,
+         const plan_options& options = {});
+  ~plan3d();
+  plan3d(plan3d&&) noexcept;
+  plan3d& operator=(plan3d&&) noexcept;
+
+  // Host buffers: in holds volumes x depth x height x width, out volumes x output_depth x
+  // output_height x output_width. Narrow types are converted to float on load and rounded
+  // (ties to even) and saturated on store, as the 2D plan does.
+  template <typename T>
+  void execute(const T* in, T* out) {
+    static_assert(is_pixel_type_v<T>, "conv::plan3d: voxels are float, uint8_t or uint16_t");
+    execute_any(in, out, sizeof(T), std::is_same_v<T, float>);
+  }
+  // Device buffers (CUDA backend only); asynchronous on `stream`. The whole volume is
+  // processed at once (the tile workspace stays within the memory cap; the buffers are the
+  // caller's).
+  template <typename T>
+  void execute_device(const T* in, T* out, cudaStream_t stream = nullptr) {
+    static_assert(is_pixel_type_v<T>, "conv::plan3d: voxels are float, uint8_t or uint16_t");
+    execute_device_any(in, out, sizeof(T), std::is_same_v<T, float>, stream);
+  }
+
+  long long output_depth() const;
+  long long output_height() const;
+  long long output_width() const;
+  int volumes() const;
+  backend selected_backend() const;
+  cpu_method method() const;  // the CPU backend's method, direct or fft (automatic on the CUDA backend)
+  // The tile (powers of two) and the outputs per tile, per axis: {tile_d, tile_h, tile_w}.
+  struct tile_shape {
+    int tile_d, tile_h, tile_w;
+  };
+  tile_shape tile() const;
+
+  struct impl;
+
+ private:
+  void execute_any(const void* in, void* out, int bytes, bool is_float);
+  void execute_device_any(const void* in, void* out, int bytes, bool is_float, cudaStream_t stream);
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace gpuconv::conv

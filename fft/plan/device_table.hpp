@@ -1,0 +1,23 @@
+// Device-side set-up shared by the GPU plans: the twiddle table (twiddle_table.hpp)
+// uploaded once and owned by the plan, and the device's multiprocessor count for grids.
+#pragma once
+#include "../device/buffer.hpp"
+#include "twiddle_table.hpp"
+
+namespace gpuconv::fft {
+
+inline device_buffer<complex_t<float>> device_twiddle_table(int n) {
+  const auto host = twiddle_table<float>(n);
+  device_buffer<complex_t<float>> table(host.size());
+  GPUCONV_CUDA(cudaMemcpy(table.data(), host.data(), table.bytes(), cudaMemcpyHostToDevice));
+  return table;
+}
+
+inline int current_device_sms() {
+  int device = 0, sms = 0;
+  GPUCONV_CUDA(cudaGetDevice(&device));
+  GPUCONV_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
+}
+
+}  // namespace gpuconv::fft

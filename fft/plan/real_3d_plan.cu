@@ -1,0 +1,126 @@
+#include "real_3d_plan.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "../kernels/strided_c2c.cuh"
+#include "dispatch.hpp"
+#include "device_table.hpp"
+
+namespace gpuconv::fft {
+
+namespace {
+
+template <int n, bool inverse, typename Pointwise>
+void launch_strided(const complex_t<float>* in, complex_t<float>* out, long long columns, long long inner,
+                    unsigned grid, const complex_t<float>* table, Pointwise op, cudaStream_t stream) {
+  c2c_strided_kernel<n, inverse, Pointwise>
+      <<<grid, strided_c2c_policy<n>::block_threads, 0, stream>>>(in, out, columns, inner, table, op);
+  check_launch("c2c_strided_kernel");
+}
+
+void require(const void* p, const char* what) {
+  if (p == nullptr) throw std::invalid_argument(std::string("real_3d_plan: ") + what + " is a null pointer");
+}
+
+int checked_side(int side, const char* what) {
+  if (!is_pow2(side) || side < real_3d_plan::min_side || side > real_3d_plan::max_side)
+    throw std::invalid_argument(std::string("real_3d_plan: ") + what + " " + std::to_string(side) +
+                                " is not a power of two in [16, 1024]");
+  return side;
+}
+
+long long checked_batch(long long batch) {
+  if (batch < 1) throw std::invalid_argument("real_3d_plan: batch " + std::to_string(batch) + " is < 1");
+  return batch;
+}
+
+}  // namespace
+
+strided_c2c_plan::strided_c2c_plan(int n, long long outer, long long inner) : n_(n), outer_(outer), inner_(inner) {
+  if (!is_pow2(n) || n < 2 || n > 4096)
+    throw std::invalid_argument("strided_c2c_plan: length " + std::to_string(n) + " is not a power of two in [2, 4096]");
+  if (outer < 1 || inner < 1)
+    throw std::invalid_argument("strided_c2c_plan: outer " + std::to_string(outer) + " and inner " +
+                                std::to_string(inner) + " must be >= 1");
+  table_ = device_twiddle_table(2 * n);
+  const int sms = current_device_sms();
+  dispatch_pow2<2>(n, [&](auto len) {
+    constexpr int nn = decltype(len)::value;
+    using policy = strided_c2c_policy<nn>;
+    int per_sm = 0;
+    GPUCONV_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, c2c_strided_kernel<nn, false, strided_multiply>, policy::block_threads, 0));
+    const long long groups = (outer * inner + policy::columns_per_block - 1) / policy::columns_per_block;
+    grid_ = (unsigned)std::min<long long>(groups, (long long)std::max(per_sm, 1) * sms * 8);
+  });
+}
+
+void strided_c2c_plan::forward(const complex_t<float>* in, complex_t<float>* out, cudaStream_t stream) const {
+  require(in, "input");
+  require(out, "output");
+  dispatch_pow2<2>(n_, [&](auto len) {
+    launch_strided<decltype(len)::value, false>(in, out, outer_ * inner_, inner_, grid_, table_.data(),
+                                                strided_no_pointwise{}, stream);
+  });
+}
+
+void strided_c2c_plan::inverse(const complex_t<float>* in, complex_t<float>* out, cudaStream_t stream) const {
+  require(in, "input");
+  require(out, "output");
+  dispatch_pow2<2>(n_, [&](auto len) {
+    launch_strided<decltype(len)::value, true>(in, out, outer_ * inner_, inner_, grid_, table_.data(),
+                                               strided_no_pointwise{}, stream);
+  });
+}
+
+void strided_c2c_plan::convolve(const complex_t<float>* in, complex_t<float>* out, const complex_t<float>* spectrum,
+                                cudaStream_t stream) const {
+  require(in, "input");
+  require(out, "output");
+  require(spectrum, "spectrum");
+  dispatch_pow2<2>(n_, [&](auto len) {
+    launch_strided<decltype(len)::value, false>(in, out, outer_ * inner_, inner_, grid_, table_.data(),
+                                                strided_multiply{spectrum}, stream);
+  });
+}
+
+real_3d_plan::real_3d_plan(int depth, int height, int width, long long batch)
+    : depth_(checked_side(depth, "depth")),
+      height_(checked_side(height, "height")),
+      width_(checked_side(width, "width")),
+      batch_(checked_batch(batch)),
+      rows_(width, batch * depth * height),
+      along_h_(height, batch * depth, width / 2 + 1),
+      along_d_(depth, batch, (long long)height * (width / 2 + 1)),
+      work_(std::size_t(complex_elements())) {}
+
+void real_3d_plan::forward(const float* in, complex_t<float>* out, cudaStream_t stream) const {
+  require(in, "input");
+  require(out, "output");
+  rows_.forward(in, out, stream);
+  along_h_.forward(out, out, stream);
+  along_d_.forward(out, out, stream);
+}
+
+void real_3d_plan::inverse(const complex_t<float>* in, float* out, cudaStream_t stream) {
+  require(in, "input");
+  require(out, "output");
+  along_d_.inverse(in, work_.data(), stream);
+  along_h_.inverse(work_.data(), work_.data(), stream);
+  rows_.inverse(work_.data(), out, stream);
+}
+
+void real_3d_plan::convolve(const float* in, float* out, const complex_t<float>* spectrum, cudaStream_t stream) {
+  require(in, "input");
+  require(out, "output");
+  require(spectrum, "spectrum");
+  rows_.forward(in, work_.data(), stream);
+  along_h_.forward(work_.data(), work_.data(), stream);
+  along_d_.convolve(work_.data(), work_.data(), spectrum, stream);
+  along_h_.inverse(work_.data(), work_.data(), stream);
+  rows_.inverse(work_.data(), out, stream);
+}
+
+}  // namespace gpuconv::fft

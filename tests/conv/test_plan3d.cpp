@@ -1,0 +1,329 @@
+// plan3d (volume convolution) against the direct double-precision reference
+// (conv/reference3d.hpp), every mode x operation x boundary, on fresh random data; the CPU
+// backend's direct and FFT methods here, the CUDA backend under [gpu] (bands, batches,
+// narrow types, execute_device).
+// Error measure as in test_conv_plan.cpp: ||out - ref|| / || |k| * |x| || (the direct sum of
+// the magnitudes), since an FFT convolution's error follows the magnitudes the sums are
+// formed from, not the result, which can cancel. Bound: 4 x the FFT bound of the tile's
+// voxels (a forward and an inverse 3D transform and the multiply), ~2e-5 for 32^3 tiles;
+// the direct method sums in float and stays well inside it.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "conv/plan3d.hpp"
+#include "conv/reference3d.hpp"
+#include "fft/device/buffer.hpp"
+#include "fft/device/cuda_check.hpp"
+#include "support/reference.hpp"
+
+using namespace gpuconv;
+using namespace gpuconv::conv;
+
+namespace {
+
+struct shape3 {
+  long long d, h, w;
+  int volumes, kd, kh, kw;
+};
+
+double tile_bound(const plan3d& p) {
+  const auto t = p.tile();
+  return 4 * test::fft_error_bound<float>(fft::log2_exact(t.tile_d) + fft::log2_exact(t.tile_h) +
+                                          fft::log2_exact(t.tile_w), 2);
+}
+
+// The reference and the magnitude scale of one case.
+struct reference_of {
+  std::vector<double> ref, scale;
+  reference_of(const std::vector<float>& vol, const std::vector<float>& k, const shape3& s, const options& o) {
+    const geometry3d g = make_geometry3d(s.d, s.h, s.w, s.kd, s.kh, s.kw, o.mode);
+    const std::size_t n = std::size_t(g.out_d * g.out_h * g.out_w * s.volumes);
+    ref.resize(n);
+    scale.resize(n);
+    direct_convolve3d(vol.data(), s.d, s.h, s.w, s.volumes, k.data(), s.kd, s.kh, s.kw, o, ref.data());
+    std::vector<float> vol_abs(vol.size()), k_abs(k.size());
+    for (std::size_t i = 0; i < vol.size(); ++i) vol_abs[i] = std::abs(vol[i]);
+    for (std::size_t i = 0; i < k.size(); ++i) k_abs[i] = std::abs(k[i]);
+    options o_abs = o;
+    o_abs.constant_value = std::abs(o.constant_value);
+    direct_convolve3d(vol_abs.data(), s.d, s.h, s.w, s.volumes, k_abs.data(), s.kd, s.kh, s.kw, o_abs, scale.data());
+  }
+  double error(const std::vector<float>& out) const {
+    long double num = 0, den = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      num += (long double)(out[i] - ref[i]) * (out[i] - ref[i]);
+      den += (long double)scale[i] * scale[i];
+    }
+    return den == 0 ? (num == 0 ? 0.0 : INFINITY) : (double)std::sqrt(num / den);
+  }
+};
+
+plan_options make_options(backend device, const options& o, cpu_method m = cpu_method::automatic, int tile = 0,
+                          std::size_t memory_limit = 0) {
+  plan_options po;
+  po.semantics = o;
+  po.device = device;
+  po.cpu = m;
+  po.tile = tile;
+  po.memory_limit = memory_limit;
+  return po;
+}
+
+// One float case on host buffers.
+void check_case(const plan_options& po, const shape3& s) {
+  const auto seed = test::fresh_seed();
+  const options& o = po.semantics;
+  INFO("volume " << s.d << "x" << s.h << "x" << s.w << " x" << s.volumes << ", kernel " << s.kd << "x" << s.kh << "x"
+                 << s.kw << ", mode " << int(o.mode) << ", op " << int(o.op) << ", border " << int(o.border)
+                 << ", cpu method " << int(po.cpu) << ", tile " << po.tile << ", memory limit " << po.memory_limit
+                 << ", seed " << seed);
+  const auto vol = test::random_reals<float>(std::size_t(s.d * s.h * s.w * s.volumes), seed);
+  const auto k = test::random_reals<float>(std::size_t(s.kd) * s.kh * s.kw, seed + 7);
+  plan3d p(s.d, s.h, s.w, s.volumes, k.data(), s.kd, s.kh, s.kw, po);
+  REQUIRE(p.selected_backend() == po.device);
+  std::vector<float> out(std::size_t(p.output_depth() * p.output_height() * p.output_width() * s.volumes), NAN);
+  p.execute(vol.data(), out.data());
+  const reference_of r(vol, k, s, o);
+  const double err = r.error(out);
+  INFO("tile " << p.tile().tile_d << "x" << p.tile().tile_h << "x" << p.tile().tile_w << ", error " << err);
+  CHECK(err <= tile_bound(p));
+}
+
+const options every_semantics() {
+  options o;
+  o.mode = GENERATE(output_mode::same, output_mode::full, output_mode::valid);
+  o.op = GENERATE(operation::convolution, operation::correlation);
+  o.border = GENERATE(boundary::zero, boundary::constant, boundary::replicate, boundary::reflect,
+                      boundary::reflect101, boundary::wrap);
+  o.constant_value = 0.75f;
+  return o;
+}
+
+// Narrow voxels: the float result of the same plan on the widened volume, rounded half to
+// even and saturated, except where the float sum lies within 1e-3 of a rounding tie.
+template <typename T>
+void check_narrow(const plan_options& po, const shape3& s) {
+  const auto seed = test::fresh_seed();
+  INFO("narrow " << sizeof(T) << " bytes, seed " << seed);
+  const auto r = test::random_reals<float>(std::size_t(s.d * s.h * s.w * s.volumes), seed);
+  const float hi = std::is_same_v<T, std::uint8_t> ? 255.f : 65535.f;
+  std::vector<T> vol(r.size());
+  std::vector<float> wide(r.size());
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    vol[i] = T(std::lround((r[i] + 1) * 0.5f * hi));
+    wide[i] = float(vol[i]);
+  }
+  std::vector<float> k(std::size_t(s.kd) * s.kh * s.kw, 0.f);
+  const auto kr = test::random_reals<float>(k.size(), seed + 3);
+  for (std::size_t i = 0; i < k.size(); ++i) k[i] = (kr[i] + 1.2f) / float(k.size());  // positive, sum ~1.2: some saturate
+  plan3d p(s.d, s.h, s.w, s.volumes, k.data(), s.kd, s.kh, s.kw, po);
+  // the float twin: the constant as the narrow call sees it (saturated to the type)
+  plan_options pf = po;
+  pf.semantics.constant_value = std::min(hi, std::max(0.f, std::nearbyint(po.semantics.constant_value)));
+  plan3d p_float(s.d, s.h, s.w, s.volumes, k.data(), s.kd, s.kh, s.kw, pf);
+  const std::size_t n = std::size_t(p.output_depth() * p.output_height() * p.output_width() * s.volumes);
+  std::vector<T> out(n);
+  std::vector<float> outf(n);
+  p.execute(vol.data(), out.data());
+  p_float.execute(wide.data(), outf.data());
+  long long bad = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float f = outf[i];
+    const float frac = f - std::floor(f);
+    if (std::abs(frac - 0.5f) < 1e-3f) continue;
+    const float expect = std::min(hi, std::max(0.f, std::nearbyint(f)));
+    if (float(out[i]) != expect) ++bad;
+  }
+  CHECK(bad == 0);
+}
+
+}  // namespace
+
+TEST_CASE("plan3d CPU direct matches the direct reference for every mode, operation and boundary", "[conv][3d]") {
+  const options o = every_semantics();
+  const shape3 s = GENERATE(shape3{7, 9, 11, 1, 3, 4, 5}, shape3{5, 6, 4, 2, 2, 3, 1}, shape3{1, 5, 7, 1, 1, 3, 3});
+  check_case(make_options(backend::cpu, o, cpu_method::direct), s);
+}
+
+TEST_CASE("plan3d CPU FFT tiles match the direct reference for every mode, operation and boundary", "[conv][3d]") {
+  const options o = every_semantics();
+  const shape3 s = GENERATE(shape3{9, 13, 18, 1, 3, 4, 5}, shape3{5, 6, 4, 2, 2, 3, 1});
+  check_case(make_options(backend::cpu, o, cpu_method::fft), s);
+}
+
+TEST_CASE("plan3d CPU FFT with several tiles per axis and batches", "[conv][3d]") {
+  options o;
+  o.border = GENERATE(boundary::reflect101, boundary::zero, boundary::wrap);
+  o.mode = GENERATE(output_mode::same, output_mode::full);
+  // 16^3 tiles forced: 40 x 37 x 35 with a 5 x 7 x 6 kernel needs 4 x 4 x 4 tiles per volume
+  check_case(make_options(backend::cpu, o, cpu_method::fft, 16), shape3{40, 37, 35, 2, 5, 7, 6});
+}
+
+TEST_CASE("plan3d CPU narrow voxels are the float result rounded and saturated", "[conv][3d]") {
+  options o;
+  o.border = boundary::constant;
+  o.constant_value = 300.f;  // saturated to 255 for uint8, as the 2D plan does
+  const cpu_method m = GENERATE(cpu_method::direct, cpu_method::fft);
+  const auto po = make_options(backend::cpu, o, m);
+  check_narrow<std::uint8_t>(po, shape3{6, 7, 9, 2, 3, 3, 3});
+  check_narrow<std::uint16_t>(po, shape3{6, 7, 9, 1, 2, 3, 4});
+}
+
+TEST_CASE("plan3d rejects bad shapes and kernels with the offending value", "[conv][3d]") {
+  const std::vector<float> k(27, 1.f);
+  CHECK_THROWS_AS(plan3d(0, 4, 4, 1, k.data(), 3, 3, 3), std::invalid_argument);
+  CHECK_THROWS_AS(plan3d(4, 4, 4, 0, k.data(), 3, 3, 3), std::invalid_argument);
+  CHECK_THROWS_AS(plan3d(4, 4, 4, 1, nullptr, 3, 3, 3), std::invalid_argument);
+  CHECK_THROWS_AS(plan3d(4, 4, 4, 1, k.data(), 0, 3, 3), std::invalid_argument);
+  plan_options po;
+  po.semantics.mode = output_mode::valid;
+  CHECK_THROWS_AS(plan3d(2, 4, 4, 1, k.data(), 3, 3, 3, po), std::invalid_argument);
+  std::vector<float> bad = k;
+  bad[13] = NAN;
+  try {
+    plan3d(4, 4, 4, 1, bad.data(), 3, 3, 3);
+    FAIL("no exception");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("slice 1, row 1, col 1") != std::string::npos);
+  }
+  po.device = backend::cpu;
+  po.semantics.mode = output_mode::same;
+  plan3d p(4, 5, 6, 1, k.data(), 3, 3, 3, po);
+  CHECK_THROWS_AS(p.execute_device(k.data(), (float*)nullptr), std::invalid_argument);
+}
+
+// ---- CUDA backend -------------------------------------------------------------------------
+
+#define GPUCONV_REQUIRE_GPU_3D()                                                 \
+  do {                                                                           \
+    if (!::gpuconv::cuda_device_available()) SKIP("no CUDA device present");    \
+  } while (0)
+
+TEST_CASE("plan3d CUDA matches the direct reference for every mode, operation and boundary", "[conv][3d][gpu]") {
+  GPUCONV_REQUIRE_GPU_3D();
+  const options o = every_semantics();
+  const shape3 s = GENERATE(shape3{9, 13, 18, 1, 3, 4, 5}, shape3{5, 6, 4, 2, 2, 3, 1});
+  check_case(make_options(backend::cuda, o), s);
+}
+
+TEST_CASE("plan3d CUDA with several tiles per axis, batches and bands", "[conv][3d][gpu]") {
+  GPUCONV_REQUIRE_GPU_3D();
+  options o;
+  o.border = GENERATE(boundary::reflect101, boundary::zero, boundary::wrap, boundary::constant);
+  o.mode = GENERATE(output_mode::same, output_mode::full, output_mode::valid);
+  o.constant_value = -0.5f;
+  // memory limit 0: the whole volume at once; 6 MB: bands of a tile layer or two
+  const std::size_t limit = GENERATE(std::size_t(0), std::size_t(6) << 20);
+  check_case(make_options(backend::cuda, o, cpu_method::automatic, 16, limit), shape3{70, 37, 35, 2, 5, 7, 6});
+}
+
+TEST_CASE("plan3d CUDA narrow voxels are the float result rounded and saturated", "[conv][3d][gpu]") {
+  GPUCONV_REQUIRE_GPU_3D();
+  options o;
+  o.border = boundary::constant;
+  o.constant_value = 300.f;
+  const std::size_t limit = GENERATE(std::size_t(0), std::size_t(6) << 20);
+  const auto po = make_options(backend::cuda, o, cpu_method::automatic, 16, limit);
+  check_narrow<std::uint8_t>(po, shape3{40, 17, 19, 2, 3, 3, 3});
+  check_narrow<std::uint16_t>(po, shape3{40, 17, 19, 1, 2, 3, 4});
+}
+
+TEST_CASE("plan3d CUDA execute_device equals execute", "[conv][3d][gpu]") {
+  GPUCONV_REQUIRE_GPU_3D();
+  const shape3 s{20, 33, 30, 2, 5, 5, 5};
+  const auto vol = test::random_reals<float>(std::size_t(s.d * s.h * s.w * s.volumes), 11);
+  const auto k = test::random_reals<float>(125, 12);
+  plan3d p(s.d, s.h, s.w, s.volumes, k.data(), s.kd, s.kh, s.kw, make_options(backend::cuda, options{}));
+  const std::size_t n = std::size_t(p.output_depth() * p.output_height() * p.output_width() * s.volumes);
+  std::vector<float> host_out(n), dev_out(n);
+  p.execute(vol.data(), host_out.data());
+  device_buffer<float> d_in(vol.size()), d_out(n);
+  GPUCONV_CUDA(cudaMemcpy(d_in.data(), vol.data(), d_in.bytes(), cudaMemcpyHostToDevice));
+  p.execute_device(d_in.data(), d_out.data());
+  GPUCONV_CUDA(cudaMemcpy(dev_out.data(), d_out.data(), d_out.bytes(), cudaMemcpyDeviceToHost));
+  CHECK(test::relative_l2(dev_out, host_out) <= 1e-6);
+}
+
+// ---- the CUDA path's index maps, emulated on the host --------------------------------------
+// The CUDA backend's gather/scatter kernels call tile_map3d::gather_at and output_index_at on
+// the maps that backend3d.hpp builds (whole volumes, or make_band's bands with host-built
+// slabs). The same calls here, with the host 3D FFT in double between them, check those maps
+// and the band slabs without a GPU.
+
+#include "conv/backend3d.hpp"
+#include "fft/host/real_3d_host.hpp"
+
+namespace {
+
+void emulate_tiles(const problem3d& p, const tile_map3d& m, const float* in, int volumes, float* out) {
+  const tiling3d& t = p.tiles;
+  fft::host::real_3d_plan<double> plan(t.tile_d, t.tile_h, t.tile_w);
+  const auto kt = p.kernel_tile();
+  std::vector<double> tile(kt.begin(), kt.end());
+  std::vector<fft::complex_t<double>> spectrum(plan.complex_elements()), s(plan.complex_elements());
+  plan.forward(tile.data(), spectrum.data());
+  for (long long g = 0; g < volumes * m.tiles_per_volume(); ++g) {
+    const auto at = m.locate(g);
+    for (int u = 0; u < t.tile_d; ++u)
+      for (int v = 0; v < t.tile_h; ++v)
+        for (int w = 0; w < t.tile_w; ++w)
+          tile[(std::size_t(u) * t.tile_h + v) * t.tile_w + w] = m.gather_at(in, at, u, v, w);
+    plan.forward(tile.data(), s.data());
+    for (std::size_t i = 0; i < s.size(); ++i) s[i] = s[i] * spectrum[i];
+    plan.inverse_destroying(s.data(), tile.data());
+    for (int a = 0; a < t.valid_d; ++a)
+      for (int b = 0; b < t.valid_h; ++b)
+        for (int c = 0; c < t.valid_w; ++c) {
+          const long long o = m.output_index_at(at, a, b, c);
+          if (o >= 0) out[o] = float(tile[(std::size_t(a + p.kd - 1) * t.tile_h + b + p.kh - 1) * t.tile_w + c + p.kw - 1]);
+        }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("plan3d CUDA path's tile maps and bands, emulated on the host", "[conv][3d]") {
+  options o = every_semantics();
+  o.constant_value = -0.5f;
+  const shape3 s{40, 13, 11, 2, 3, 4, 5};
+  const bool bands = GENERATE(false, true);
+  const auto seed = test::fresh_seed();
+  INFO("mode " << int(o.mode) << ", op " << int(o.op) << ", border " << int(o.border) << ", bands " << bands
+               << ", seed " << seed);
+  const auto vol = test::random_reals<float>(std::size_t(s.d * s.h * s.w * s.volumes), seed);
+  const auto k = test::random_reals<float>(std::size_t(s.kd) * s.kh * s.kw, seed + 7);
+  plan_options po;
+  po.semantics = o;
+  const geometry3d g = make_geometry3d(s.d, s.h, s.w, s.kd, s.kh, s.kw, o.mode);
+  const problem3d p{s.d, s.h, s.w, s.volumes, g, choose_tiling3d(g.out_d, g.out_h, g.out_w, s.kd, s.kh, s.kw, 16),
+                    effective_kernel3d(k.data(), s.kd, s.kh, s.kw, o.op), s.kd, s.kh, s.kw, po};
+  REQUIRE(p.tiles.tile_d == 16);
+  const long long out_slice = g.out_h * g.out_w, in_slice = s.h * s.w;
+  std::vector<float> out(std::size_t(out_slice * g.out_d * s.volumes), NAN);
+  if (!bands) {
+    emulate_tiles(p, p.whole_map(), vol.data(), s.volumes, out.data());
+  } else {
+    // bands of one tile layer, as the CUDA backend makes them under a small memory cap
+    for (int v = 0; v < s.volumes; ++v)
+      for (long long z0 = 0; z0 < g.out_d; z0 += p.tiles.valid_d) {
+        const long long z1 = std::min(g.out_d, z0 + p.tiles.valid_d);
+        const band3d b = make_band(p, z0, z1);
+        REQUIRE((long long)b.slices.size() == z1 - z0 + s.kd - 1);
+        std::vector<float> slab(b.slices.size() * in_slice);
+        for (std::size_t j = 0; j < b.slices.size(); ++j)
+          for (long long i = 0; i < in_slice; ++i)
+            slab[j * in_slice + i] = b.slices[j] < 0 ? (o.border == boundary::zero ? 0.f : o.constant_value)
+                                                     : vol[(v * s.d + b.slices[j]) * in_slice + i];
+        std::vector<float> band_out(std::size_t((z1 - z0) * out_slice), NAN);
+        emulate_tiles(p, b.map, slab.data(), 1, band_out.data());
+        std::copy(band_out.begin(), band_out.end(), out.begin() + (v * g.out_d + z0) * out_slice);
+      }
+  }
+  const reference_of r(vol, k, s, o);
+  CHECK(r.error(out) <= 1e-6);
+}
