@@ -1,4 +1,9 @@
-// CUDA backend. Three paths, chosen at plan time by the cost model (tiling.hpp):
+// CUDA backend. Five methods, chosen at plan time by the cost model (method.hpp:
+// choose_cuda_method; the FFT paths' tiles by tiling.hpp):
+// - direct (direct.hpp): a shared-memory tile per block, the taps summed term by term, the
+//   image read once and the output written once;
+// - separable (separable.hpp): rank-1 kernels as a row pass into a float intermediate and a
+//   column pass, in chunks of planes whose intermediate fits the workspace;
 // - fused: one launch of the fused tile kernel (fused_tile.cuh), two tiles of 32..128 per
 //   block, the image read once and the output written once;
 // - three-pass, for kernels too large for a fused tile: tiles of 256..1024 (three_pass.cuh),
@@ -31,7 +36,9 @@
 #include "host_copy.hpp"
 #include "fft/device/buffer.hpp"
 #include "fft/plan/real_2d_plan.hpp"
+#include "direct.hpp"
 #include "fused.hpp"
+#include "separable.hpp"
 #include "three_pass.hpp"
 #include "pixel.cuh"
 
@@ -156,7 +163,7 @@ class cuda_backend final : public plan::impl {
     std::size_t free_bytes = 0, total_bytes = 0;
     GPUCONV_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
     cap_ = o.memory_limit ? o.memory_limit : free_bytes / 2;
-    configure(choose_cuda_tiling(prob.geo.out_h, prob.geo.out_w, prob.output_planes(), prob.kh, prob.kw, o.path, o.tile, sms));
+    configure(choose(o.path, o.tile));
     if (o.autotune && o.path == cuda_path::automatic && o.tile == 0) autotune();
   }
 
@@ -175,12 +182,19 @@ class cuda_backend final : public plan::impl {
   }
 
  private:
-  // Sets up the path and tiling of `choice`: the fused kernel's spectra, the three-pass
-  // path's spectra and chunk, or the multi-pass plan, workspace and spectra, within the
-  // memory cap.
-  void configure(const cuda_tiling& choice) {
+  cuda_choice choose(cuda_path path, int tile) const {
+    return choose_cuda_method(prob.kernel, prob.kernels, prob.kh, prob.kw, prob.geo.out_h, prob.geo.out_w, prob.planes,
+                              path, tile, sms_);
+  }
+
+  // Sets up the method and tiling of `choice`: the direct path's taps, the separable path's
+  // factors and intermediate, the fused kernel's spectra, the three-pass path's spectra and
+  // chunk, or the multi-pass plan, workspace and spectra, within the memory cap.
+  void configure(const cuda_choice& choice) {
     prob.set_tiling(choice.tiles);
     path_ = choice.path;
+    direct_.reset();
+    separable_.reset();
     fused_.reset();
     three_.reset();
     fft_.reset();
@@ -190,11 +204,27 @@ class cuda_backend final : public plan::impl {
     // bytes a pixel (the widest type) twice over (the units' halo rows), at most the cap on the
     // fused path (no workspace) and half of it on the others, whose workspace takes the rest.
     const std::size_t io_bytes = std::size_t(prob.input_elements() + prob.output_elements()) * 4;
-    const bool fused = choice.path == cuda_path::fused;
-    staging_bytes_ = std::min(2 * io_bytes, fused ? cap_ : cap_ / 2);
+    const bool one_pass = choice.path == cuda_path::fused || choice.path == cuda_path::direct;
+    staging_bytes_ = std::min(2 * io_bytes, one_pass ? cap_ : cap_ / 2);
     const std::size_t work_cap = cap_ > staging_bytes_ ? cap_ - staging_bytes_ : 0;
-    if (fused) {
+    if (choice.path == cuda_path::fused) {
       fused_ = std::make_unique<fused_tiles>(prob.tiles.tile_h, prob.kernel, prob.kernels, prob.kh, prob.kw);
+      return;
+    }
+    if (choice.path == cuda_path::direct) {
+      direct_ = std::make_unique<direct_tiles>(prob.kernel, prob.kernels, prob.kh, prob.kw);
+      return;
+    }
+    if (choice.path == cuda_path::separable) {
+      // the intermediate for as many planes as the workspace holds (a band of a plane needs
+      // less than the plane)
+      const long long per_plane = separable_tiles::intermediate_per_plane(prob.map) * 4;
+      if ((long long)work_cap < per_plane)
+        throw std::invalid_argument("conv::plan: the memory cap (" + std::to_string(cap_) +
+                                    " bytes) is below the separable path's intermediate for one plane");
+      separable_chunk_ = std::clamp<long long>((long long)work_cap / per_plane, 1, prob.planes);
+      separable_ = std::make_unique<separable_tiles>(choice.factors, prob.kernels, prob.kh, prob.kw);
+      tiles_ = device_buffer<float>(std::size_t(separable_chunk_) * per_plane / 4);
       return;
     }
     if (choice.path == cuda_path::three_pass) {
@@ -226,19 +256,26 @@ class cuda_backend final : public plan::impl {
     }
   }
 
-  // plan_options::autotune: times every fused tile that holds the kernel and the model's
-  // multi-pass tiling on this problem's shape (one warm-up, the best of three runs on a
-  // scratch image) and keeps the fastest. Skipped, keeping the model's choice, when the
+  // plan_options::autotune: times direct (when its shared tile holds the kernel), separable
+  // (when the kernel is rank-1), every fused and three-pass tile that holds the kernel and the
+  // model's multi-pass tiling on this problem's shape (one warm-up, the best of three runs on
+  // a scratch image) and keeps the fastest. Skipped, keeping the model's choice, when the
   // scratch image and its output do not fit the memory cap beside the largest workspace.
   void autotune() {
     const std::size_t io = std::size_t(prob.input_elements() + prob.output_elements()) * 4;
     if (io > cap_ / 2) return;
     device_buffer<float> in(prob.input_elements()), out(prob.output_elements());
     GPUCONV_CUDA(cudaMemsetAsync(in.data(), 0x3F, in.bytes(), stream_));  // 0.747 everywhere
-    std::vector<cuda_tiling> candidates;
+    std::vector<cuda_choice> candidates;
     auto add = [&](cuda_path path, int tile) {
-      candidates.push_back(choose_cuda_tiling(prob.geo.out_h, prob.geo.out_w, prob.output_planes(), prob.kh, prob.kw, path, tile, sms_));
+      try {
+        candidates.push_back(choose(path, tile));
+      } catch (const std::invalid_argument&) {
+        // the method cannot hold this kernel
+      }
     };
+    add(cuda_path::direct, 0);
+    add(cuda_path::separable, 0);
     const int side = std::max(prob.kh, prob.kw);
     for (int t = 32; t <= 128; t *= 2)
       if (t >= side) add(cuda_path::fused, t);
@@ -251,7 +288,7 @@ class cuda_backend final : public plan::impl {
     add(cuda_path::multipass, 0);
     cuda_event start, stop;
     float best_ms = 0;
-    const cuda_tiling* best = nullptr;
+    const cuda_choice* best = nullptr;
     for (const auto& c : candidates) {
       try {
         configure(c);
@@ -285,6 +322,14 @@ class cuda_backend final : public plan::impl {
       const T* src = static_cast<const T*>(in);
       T* dst = static_cast<T*>(out);
       const tile_map m = map_for<T>(map);
+      if (direct_) {
+        direct_->run(src, dst, m, stream);
+        return;
+      }
+      if (separable_) {
+        separable_->run(src, dst, m, tiles_.data(), separable_chunk_, stream);
+        return;
+      }
       if (fused_) {
         fused_->run(src, dst, m, stream);
         return;
@@ -529,9 +574,12 @@ class cuda_backend final : public plan::impl {
   int sms_ = 1;
   std::size_t cap_ = 0;  // the memory cap: plan_options::memory_limit or half the free memory
   long long chunk_ = 1;
+  long long separable_chunk_ = 1;  // planes per separable chunk (tiles_ holds their intermediate)
   std::size_t staging_bytes_ = 0;
   std::size_t l2_bytes_ = 0;  // the L2 the three-pass chunks are sized by (0: not)
   cuda_path path_ = cuda_path::multipass;
+  std::unique_ptr<direct_tiles> direct_;
+  std::unique_ptr<separable_tiles> separable_;
   std::unique_ptr<fused_tiles> fused_;
   std::unique_ptr<three_pass_tiles> three_;
   std::unique_ptr<fft::real_2d_plan> fft_;

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "direct.hpp"
+#include "separable.hpp"
+
 namespace gpuconv::conv {
 
 rank1_factors factor_rank1(const float* k, int kh, int kw, double tolerance) {
@@ -61,25 +64,40 @@ tiling choose_cpu_tiling(long long out_h, long long out_w, int kh, int kw, int f
   return best;
 }
 
+namespace {
+
+// Direct sums of more than max_direct_taps products in float lose more to rounding than the FFT's
+// log-depth error (a 20 x 30 'valid' correlation to one pixel: 1.05e-6 rel against SciPy in double,
+// the Python package's bound is 1e-6); the cost models pick direct beyond it only when forced (or,
+// on the CPU, for tiny outputs, where the FFT's padding is costly but the time is small anyway).
+constexpr long long max_direct_taps = 128;
+
+// The bank's rank-1 factors (every kernel's, one after another), or none.
+rank1_factors bank_factors(const std::vector<float>& kernels, int count, int kh, int kw) {
+  std::vector<float> column, row;
+  for (int k = 0; k < count; ++k) {
+    rank1_factors f = factor_rank1(kernels.data() + (std::size_t)k * kh * kw, kh, kw);
+    if (!f.found()) return {};
+    column.insert(column.end(), f.column.begin(), f.column.end());
+    row.insert(row.end(), f.row.begin(), f.row.end());
+  }
+  return {std::move(column), std::move(row)};
+}
+
+void require_rank1(const rank1_factors& f, const char* backend, int count, int kh, int kw) {
+  if (!f.found())
+    throw std::invalid_argument(std::string("conv::plan: the separable ") + backend + " method needs a rank-1 kernel; the " +
+                                std::to_string(kh) + " x " + std::to_string(kw) + " kernel" +
+                                (count > 1 ? "s of the bank are" : " is") + " not");
+}
+
+}  // namespace
+
 cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int kh, int kw, long long out_h,
                              long long out_w, cpu_method forced, int forced_tile) {
   cpu_choice c;
-  const bool may_separate = forced == cpu_method::automatic || forced == cpu_method::separable;
-  if (may_separate) {
-    std::vector<float> column, row;
-    bool all = true;
-    for (int k = 0; k < count && all; ++k) {
-      rank1_factors f = factor_rank1(kernels.data() + (std::size_t)k * kh * kw, kh, kw);
-      all = f.found();
-      column.insert(column.end(), f.column.begin(), f.column.end());
-      row.insert(row.end(), f.row.begin(), f.row.end());
-    }
-    if (all) c.factors = {std::move(column), std::move(row)};
-  }
-  if (forced == cpu_method::separable && !c.factors.found())
-    throw std::invalid_argument("conv::plan: the separable CPU method needs a rank-1 kernel; the " +
-                                std::to_string(kh) + " x " + std::to_string(kw) + " kernel" +
-                                (count > 1 ? "s of the bank are" : " is") + " not");
+  if (forced == cpu_method::automatic || forced == cpu_method::separable) c.factors = bank_factors(kernels, count, kh, kw);
+  if (forced == cpu_method::separable) require_rank1(c.factors, "CPU", count, kh, kw);
   if (forced == cpu_method::automatic || forced == cpu_method::fft)
     c.tiles = choose_cpu_tiling(out_h, out_w, kh, kw, forced_tile);
   if (forced != cpu_method::automatic) {
@@ -88,16 +106,71 @@ cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int k
   }
   double best = fft_ns_per_pixel(c.tiles);
   c.method = cpu_method::fft;
-  // Direct sums of more than max_direct_taps products in float lose more to rounding than the FFT's
-  // log-depth error (a 20 x 30 'valid' correlation to one pixel: 1.05e-6 rel against SciPy in double,
-  // the Python package's bound is 1e-6); the cost model picks direct beyond it only for tiny outputs,
-  // where the FFT's padding is costly but the time is small anyway.
-  constexpr long long max_direct_taps = 128;
   if (const double d = direct_ns_per_pixel(kh, kw); d < best && (long long)kh * kw <= max_direct_taps)
     best = d, c.method = cpu_method::direct;
   if (c.factors.found())
     if (const double s = separable_ns_per_pixel(kh, kw); s < best) best = s, c.method = cpu_method::separable;
   return c;
+}
+
+double cuda_direct_ps_per_pixel(int kh, int kw) {
+  const double kw4 = (kw + 3) / 4 * 4;
+  const double taps = direct_unrolled(kh, kw) ? double(kh) * kw : kw == 1 ? 1.3 * kh : 1.4 * kh * kw4;
+  return 3.2 + 0.045 * taps;
+}
+
+double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h) {
+  const double kw4 = (kw + 3) / 4 * 4, extra_rows = double(out_h + kh - 1) / double(out_h);
+  return 6.4 + 0.045 * (1.2 * kw4 * extra_rows + 1.3 * kh);
+}
+
+tiling direct_tiling(long long out_h, long long out_w, int kh, int kw) {
+  const window_shape s = window_shape_for(out_h, out_w, kh, kw);
+  return {s.tile_h + kh - 1, s.tile_w + kw - 1, s.tile_h, s.tile_w, s.tiles_y, s.tiles_x};
+}
+
+cuda_choice choose_cuda_method(const std::vector<float>& kernels, int count, int kh, int kw, long long out_h,
+                               long long out_w, long long planes, cuda_path forced, int forced_tile, int sms) {
+  const bool any = forced == cuda_path::automatic;
+  const double outputs = double(planes) * count * out_h * out_w;
+  // a block shape's waste: the threads' outputs over the output (1 for large images)
+  auto waste = [&](int rows, int cols) {
+    const tiling t = direct_tiling(out_h, out_w, rows, cols);
+    return double(t.tiles_y * t.valid_h) * double(t.tiles_x * t.valid_w) / (double(out_h) * out_w);
+  };
+  cuda_choice best;
+  best.cost_ps = INFINITY;
+  if (any || forced == cuda_path::fused || forced == cuda_path::three_pass || forced == cuda_path::multipass) {
+    const cuda_tiling f = choose_cuda_tiling(out_h, out_w, planes * count, kh, kw, forced, forced_tile, sms);
+    best.path = f.path;
+    best.tiles = f.tiles;
+    best.cost_ps = f.cost_ps;
+    if (!any) return best;
+    if (forced_tile > 0) return best;  // a forced tile is a request for an FFT path
+  }
+  if (forced == cuda_path::direct && !direct_tiles::supports(kh, kw))
+    throw std::invalid_argument("the direct path cannot hold a " + std::to_string(kh) + " x " + std::to_string(kw) +
+                                " kernel in its shared tile");
+  if (forced == cuda_path::direct || (direct_tiles::supports(kh, kw) && (long long)kh * kw <= max_direct_taps)) {
+    const double cost = cuda_direct_ps_per_pixel(kh, kw) * waste(kh, kw) * outputs;
+    if (forced == cuda_path::direct || cost < best.cost_ps)
+      best = {cuda_path::direct, direct_tiling(out_h, out_w, kh, kw), {}, cost};
+  }
+  if (any || forced == cuda_path::separable) {
+    rank1_factors f = bank_factors(kernels, count, kh, kw);
+    if (forced == cuda_path::separable) {
+      require_rank1(f, "CUDA", count, kh, kw);
+      if (!separable_tiles::supports(kh, kw))
+        throw std::invalid_argument("the separable path cannot hold a " + std::to_string(kh) + " x " +
+                                    std::to_string(kw) + " kernel's passes in its shared tile");
+    }
+    if (f.found() && separable_tiles::supports(kh, kw)) {
+      const double cost = cuda_separable_ps_per_pixel(kh, kw, out_h) * std::max(waste(1, kw), waste(kh, 1)) * outputs;
+      if (forced == cuda_path::separable || cost < best.cost_ps)
+        best = {cuda_path::separable, direct_tiling(out_h, out_w, kh, 1), std::move(f), cost};  // the column pass's blocks
+    }
+  }
+  return best;
 }
 
 }  // namespace gpuconv::conv

@@ -1,4 +1,7 @@
-// The CPU backend's methods and the one chooser that owns their cost model.
+// The backends' methods and the one chooser per backend that owns their cost model: the
+// CPU's below, the CUDA backend's (choose_cuda_method) at the end of this file.
+//
+// CPU backend:
 //
 //   direct     out(y, x) = sum k(i, j) in_ext(...) term by term, vectorised along x
 //              (direct_cpu.cpp): kh * kw multiply-adds per output, no transform.
@@ -18,6 +21,17 @@
 namespace gpuconv::conv {
 
 enum class cpu_method { automatic, direct, separable, fft };
+
+inline const char* to_string(cuda_path p) {
+  switch (p) {
+    case cuda_path::fused: return "fused";
+    case cuda_path::three_pass: return "three_pass";
+    case cuda_path::multipass: return "multipass";
+    case cuda_path::direct: return "direct";
+    case cuda_path::separable: return "separable";
+    default: return "automatic";
+  }
+}
 
 inline const char* to_string(cpu_method m) {
   switch (m) {
@@ -57,5 +71,42 @@ struct cpu_choice {
 // is separable and a kernel is not rank-1.
 cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int kh, int kw, long long out_h,
                              long long out_w, cpu_method forced = cpu_method::automatic, int forced_tile = 0);
+
+// CUDA backend (cuda_path in tiling.hpp): direct (direct.hpp), separable (separable.hpp) and
+// the FFT paths (fused, three-pass, multi-pass) priced by choose_cuda_tiling. Prices in ps per
+// output pixel on the H100. The FFT paths' constants were measured (tiling.hpp); direct and
+// separable are estimates from the kernels' instruction counts until gpuconv-bench sweep has
+// measured them (docs/notes-conv.md):
+//   direct     3.2 + 0.045 * taps, taps = kh * kw on the unrolled walk (square odd 3..11),
+//              1.3 kh on the column walk (kw = 1), 1.4 kh * round_up(kw, 4) on the generic one;
+//              3.2 ps is the byte floor (8 B at ~2970 GB/s) at 85%, 0.045 ps a multiply-add at
+//              ~75% of the FMA rate;
+//   separable  6.4 + 0.045 * (1.2 round_up(kw, 4) (out_h + kh - 1) / out_h + 1.3 kh): two
+//              passes through a float intermediate (16 B a pixel);
+// both times the shape's waste (the blocks' output tiles over the output: small images leave
+// threads idle). Direct is not chosen beyond max_direct_taps (float sums, as on the CPU).
+double cuda_direct_ps_per_pixel(int kh, int kw);
+double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h);
+
+// The tiles a direct (or separable) plan's blocks cover: valid_h x valid_w outputs per block,
+// tile_h x tile_w the extended input they read (not powers of two).
+tiling direct_tiling(long long out_h, long long out_w, int kh, int kw);
+
+struct cuda_choice {
+  cuda_path path = cuda_path::multipass;  // never automatic
+  tiling tiles;
+  rank1_factors factors;                  // for separable
+  double cost_ps = 0;                     // the model's time for the whole problem
+};
+
+// kernels: the bank's effective kernels; planes: input planes (the FFT paths see planes x count
+// output planes); forced: plan_options::path (automatic: the cheapest by the model); forced_tile:
+// plan_options::tile (FFT paths only: a forced tile leaves direct and separable out of the
+// automatic choice). Throws std::invalid_argument when a forced method cannot run the kernel:
+// separable and a kernel of the bank is not rank-1, direct or separable beyond their shared
+// tile, fused or three-pass beyond their tiles.
+cuda_choice choose_cuda_method(const std::vector<float>& kernels, int count, int kh, int kw, long long out_h,
+                               long long out_w, long long planes, cuda_path forced = cuda_path::automatic,
+                               int forced_tile = 0, int sms = 132);
 
 }  // namespace gpuconv::conv

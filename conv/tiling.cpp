@@ -108,8 +108,9 @@ cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long plane
   if (any || path == cuda_path::multipass) {
     const tiling c = choose_tiling(out_h, out_w, kh, kw, multi_min, multi_max, forced);
     const double cost = multipass_ps_per_pixel(c) * double(planes) * c.tiles_per_plane() * c.tile_h * c.tile_w;
-    if (cost < best_cost) best = {c, cuda_path::multipass};
+    if (cost < best_cost) best = {c, cuda_path::multipass}, best_cost = cost;
   }
+  best.cost_ps = best_cost;
   return best;
 }
 

@@ -33,12 +33,15 @@ constexpr long long next_pow2(long long v) {
 // kernel; forced > 0 asks for that square tile (rounded up to cover the kernel).
 tiling choose_tiling(long long out_h, long long out_w, int kh, int kw, int min_tile, int max_tile, int forced = 0);
 
-// The CUDA backend's kernels: the single-pass fused tile kernel (tiles of 32, 64 or 128,
-// one read and one write of the image), the three-pass tile path (tiles of 256, 512 or 1024:
-// rows, columns with the spectrum multiply, rows; the tile spectra go through global memory
-// between the passes) or the multi-pass pipeline (any tile up to 4096, seven passes). automatic: the
-// cost model below decides.
-enum class cuda_path { automatic, fused, three_pass, multipass };
+// The CUDA backend's methods. FFT paths: the single-pass fused tile kernel (tiles of 32, 64 or
+// 128, one read and one write of the image), the three-pass tile path (tiles of 256, 512 or
+// 1024: rows, columns with the spectrum multiply, rows; the tile spectra go through global
+// memory between the passes) or the multi-pass pipeline (any tile up to 4096, seven passes).
+// No transform: direct (direct.hpp: kh * kw multiply-adds per output from a shared tile, one
+// read and one write) and separable (separable.hpp: rank-1 kernels as a row pass and a column
+// pass). automatic: the chooser in method.hpp (choose_cuda_method) decides; the FFT paths'
+// tiles and prices are the model below.
+enum class cuda_path { automatic, fused, three_pass, multipass, direct, separable };
 
 // The CUDA backend's choice, by the time per padded pixel each path was measured at on the
 // H100 (gpuconv-bench conv, docs/notes-conv.md):
@@ -54,6 +57,7 @@ enum class cuda_path { automatic, fused, three_pass, multipass };
 struct cuda_tiling {
   tiling tiles;
   cuda_path path = cuda_path::multipass;  // never automatic
+  double cost_ps = 0;                     // the model's time for the whole problem, ps
 };
 constexpr double fused_ps_per_pixel(int tile) { return tile <= 32 ? 3.9 : tile <= 64 ? 4.5 : 6.5; }
 constexpr int fused_blocks_per_sm(int tile) { return tile <= 32 ? 8 : tile <= 64 ? 3 : 1; }

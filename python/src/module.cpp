@@ -69,6 +69,8 @@ const char* path_name(conv::cuda_path p) {
     case conv::cuda_path::fused: return "fused";
     case conv::cuda_path::three_pass: return "three_pass";
     case conv::cuda_path::multipass: return "multipass";
+    case conv::cuda_path::direct: return "direct";
+    case conv::cuda_path::separable: return "separable";
     case conv::cuda_path::automatic: break;
   }
   return "none";

@@ -19,6 +19,7 @@
 #include "conv/reference.hpp"
 #include "fft/device/buffer.hpp"
 #include "fft/device/cuda_check.hpp"
+#include "method_check.hpp"
 #include "support/reference.hpp"
 
 using namespace gpuconv;
@@ -84,17 +85,8 @@ void sweep(backend device, cuda_path path = cuda_path::automatic) {
   const auto k = GENERATE(std::array<int, 2>{1, 1}, std::array<int, 2>{2, 2}, std::array<int, 2>{3, 3},
                           std::array<int, 2>{4, 7}, std::array<int, 2>{31, 31});
   const auto img = GENERATE(std::array<int, 2>{1, 1}, std::array<int, 2>{7, 13}, std::array<int, 2>{48, 64});
-  for (auto mode : {output_mode::same, output_mode::full, output_mode::valid})
-    for (auto op : {operation::convolution, operation::correlation})
-      for (auto border : all_borders) {
-        if (mode == output_mode::valid && (k[0] > img[0] || k[1] > img[1])) continue;
-        options o;
-        o.mode = mode;
-        o.op = op;
-        o.border = border;
-        o.constant_value = 0.25f;
-        check_case(device, img[0], img[1], 2, k[0], k[1], o, 0, path);
-      }
+  test::for_each_semantics(k[0], k[1], img[0], img[1],
+                           [&](const options& o) { check_case(device, img[0], img[1], 2, k[0], k[1], o, 0, path); });
 }
 
 }  // namespace

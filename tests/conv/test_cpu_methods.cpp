@@ -10,123 +10,28 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 
-#include <algorithm>
-#include <array>
-#include <cmath>
-#include <cstdint>
 #include <thread>
-#include <type_traits>
 
-#include "conv/method.hpp"
-#include "conv/plan.hpp"
-#include "conv/reference.hpp"
-#include "support/reference.hpp"
+#include "method_check.hpp"
 
 using namespace gpuconv;
 using namespace gpuconv::conv;
+using test::cpu_forced;
+using test::make_kernels;
 
 namespace {
-
-const std::array<boundary, 6> all_borders{boundary::zero, boundary::constant, boundary::replicate,
-                                          boundary::reflect, boundary::reflect101, boundary::wrap};
-
-// kernels: `count` kernels of kh x kw, rank-1 when `separable`
-std::vector<float> make_kernels(int count, int kh, int kw, bool separable, std::uint64_t seed) {
-  if (!separable) return test::random_reals<float>(std::size_t(count) * kh * kw, seed);
-  const auto c = test::random_reals<float>(std::size_t(count) * kh, seed), r = test::random_reals<float>(std::size_t(count) * kw, seed + 1);
-  std::vector<float> k(std::size_t(count) * kh * kw);
-  for (int q = 0; q < count; ++q)
-    for (int i = 0; i < kh; ++i)
-      for (int j = 0; j < kw; ++j) k[(std::size_t(q) * kh + i) * kw + j] = c[q * kh + i] * r[q * kw + j];
-  return k;
-}
-
-template <typename T>
-void check_method(cpu_method method, long long h, long long w, int planes, int count, int kh, int kw, const options& o) {
-  const auto seed = test::fresh_seed();
-  INFO("method " << to_string(method) << ", type bytes " << sizeof(T) << (std::is_same_v<T, float> ? " (float)" : "")
-                 << ", image " << h << "x" << w << "x" << planes << ", bank " << count << " of " << kh << "x" << kw
-                 << ", mode " << int(o.mode) << ", op " << int(o.op) << ", border " << int(o.border) << ", seed " << seed);
-  constexpr bool narrow = !std::is_same_v<T, float>;
-  const double hi = std::is_same_v<T, std::uint8_t> ? 255 : 65535;
-  const auto noise = test::random_reals<float>(std::size_t(h * w * planes), seed);
-  std::vector<T> img(noise.size());
-  std::vector<float> img_f(noise.size()), img_abs(noise.size());
-  for (std::size_t i = 0; i < img.size(); ++i) {
-    img[i] = narrow ? T(std::lround((noise[i] * 0.5 + 0.5) * hi)) : T(noise[i]);
-    img_f[i] = float(img[i]);
-    img_abs[i] = std::abs(img_f[i]);
-  }
-  const auto ks = make_kernels(count, kh, kw, method == cpu_method::separable, seed + 5);
-  plan_options po;
-  po.semantics = o;
-  if (narrow) po.semantics.constant_value = float(hi * 0.3) + 0.4f;  // rounded to the type, as OpenCV does
-  po.device = backend::cpu;
-  po.cpu = method;
-  po.threads = 2;
-  plan p(h, w, planes, ks.data(), count, kh, kw, po);
-  REQUIRE(p.method() == method);
-  const long long per = p.output_height() * p.output_width();
-  std::vector<T> out(std::size_t(per * planes * count), T(77));
-  p.execute(img.data(), out.data());
-  options ro = po.semantics;
-  if (narrow) ro.constant_value = float(std::nearbyint(ro.constant_value));
-  options ro_abs = ro;
-  ro_abs.constant_value = std::abs(ro.constant_value);
-  for (int k = 0; k < count; ++k) {
-    const float* kk = ks.data() + std::size_t(k) * kh * kw;
-    std::vector<float> k_abs(kk, kk + std::size_t(kh) * kw);
-    for (auto& v : k_abs) v = std::abs(v);
-    // an output's scale is at least ||k||_2 rms(x): the FFT spreads its rounding over the tile
-    double k2 = 0, x2 = 0;
-    for (int i = 0; i < kh * kw; ++i) k2 += double(kk[i]) * kk[i];
-    for (float v : img_f) x2 += double(v) * v;
-    const double floor = std::max(std::sqrt(k2 * x2 / double(img_f.size())), 1e-3);
-    const double tolerance = method == cpu_method::fft ? 2e-5 : 1e-5;
-    std::vector<double> ref(std::size_t(per * planes)), scale(ref.size());
-    direct_convolve(img_f.data(), h, w, planes, kk, kh, kw, ro, ref.data());
-    direct_convolve(img_abs.data(), h, w, planes, k_abs.data(), kh, kw, ro_abs, scale.data());
-    double num = 0, den = 0;
-    for (int q = 0; q < planes; ++q)
-      for (long long i = 0; i < per; ++i) {
-        const double got = double(out[std::size_t((q * count + k) * per + i)]), want = ref[std::size_t(q * per + i)];
-        const double s = std::max(scale[std::size_t(q * per + i)], floor);
-        REQUIRE(std::isfinite(got));
-        if constexpr (narrow) {
-          const double expect = std::min(hi, std::max(0.0, std::nearbyint(want)));
-          const double allowance = tolerance * s + 1e-3, frac = want - std::floor(want);
-          INFO("kernel " << k << ", plane " << q << ", pixel " << i << ": got " << got << ", reference " << want);
-          if (std::abs(frac - 0.5) > allowance) REQUIRE(got == expect);
-          else REQUIRE(std::abs(got - std::min(hi, std::max(0.0, want))) <= 0.5 + allowance);
-        } else {
-          num += (got - want) * (got - want);
-          den += s * s;
-        }
-      }
-    if constexpr (!narrow) {
-      INFO("kernel " << k << ": relative L2 error " << std::sqrt(num / den));
-      CHECK(std::sqrt(num / den) <= tolerance);
-    }
-  }
-}
 
 void sweep_method(cpu_method method) {
   const auto k = GENERATE(std::array<int, 2>{1, 1}, std::array<int, 2>{2, 3}, std::array<int, 2>{3, 3},
                           std::array<int, 2>{7, 4}, std::array<int, 2>{15, 15});
   const auto img = GENERATE(std::array<int, 2>{1, 1}, std::array<int, 2>{9, 13}, std::array<int, 2>{70, 150});
-  for (auto mode : {output_mode::same, output_mode::full, output_mode::valid})
-    for (auto op : {operation::convolution, operation::correlation})
-      for (auto border : all_borders) {
-        if (mode == output_mode::valid && (k[0] > img[0] || k[1] > img[1])) continue;
-        options o;
-        o.mode = mode;
-        o.op = op;
-        o.border = border;
-        o.constant_value = 0.25f;
-        check_method<float>(method, img[0], img[1], 2, 1, k[0], k[1], o);
-        check_method<std::uint8_t>(method, img[0], img[1], 1, 1, k[0], k[1], o);
-        check_method<std::uint16_t>(method, img[0], img[1], 1, 1, k[0], k[1], o);
-      }
+  test::sweep_method(cpu_forced(method), k, img);
+}
+
+// the CPU method `m` forced
+template <typename T>
+void check_method(cpu_method m, long long h, long long w, int planes, int count, int kh, int kw, const options& o) {
+  test::check_method<T>(cpu_forced(m), h, w, planes, count, kh, kw, o);
 }
 
 }  // namespace

@@ -101,7 +101,7 @@ TEST_CASE("GPU 3D R2C and C2R match cuFFT 3D and the host transform in double", 
   const double ours = test::relative_l2(X, Xd), cufft = test::relative_l2(Xr, Xd);
   INFO("R2C rel L2 vs double: ours " << ours << ", cuFFT " << cufft << ", bound " << bound);
   CHECK(ours <= 2 * bound);
-  CHECK(ours <= std::max(2 * cufft, 1e-6));
+  CHECK(ours <= 3 * cufft + 1e-7);  // as accurate as cuFFT, within a small factor
   CHECK(test::relative_l2(X, Xr) <= 2 * bound);
 
   device_buffer<float> d_y(reals), d_yr(reals);

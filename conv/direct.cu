@@ -1,0 +1,333 @@
+// The direct path's kernels and launcher (direct.hpp). One block per output tile of one output
+// plane: load (tile_h + kh - 1) x (tile_w + kw - 1) extended input pixels into shared memory as
+// float (boundary rule and pixel conversion in the loader), then every thread sums its
+// rows_per_thread x 4 outputs from float4 reads of shared rows and stores them (rounded and
+// saturated for narrow pixels, float4 / 4-pixel stores where the row allows).
+//
+// Index map (semantics.hpp): out(y, x) = sum k(i, j) in_ext(y + oy - i, x + ox - j). Shared row r,
+// column c of the tile at outputs (y0, x0) hold in_ext(y0 + oy - (kh-1) + r, x0 + ox - (kw-1) + c),
+// so output (y0 + ty R + a, x0 + tx 4 + c) reads shared row ty R + a + (kh-1) - i and column
+// tx 4 + c + u with u = kw-1-j: a thread's register window over shared row rr = ty R + s serves
+// tap row i = a + kh - 1 - s of its output row a, and window element c + u serves tap column
+// kw-1-u of output column c.
+#include "direct.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "../fft/device/cuda_check.hpp"
+#include "pixel.cuh"
+
+namespace gpuconv::conv {
+
+namespace {
+
+constexpr int round4(int v) { return (v + 3) / 4 * 4; }
+
+template <int n>
+struct fixed_taps {
+  float v[n];
+};
+
+enum class walk { unrolled, column, generic };
+
+// One shared element from global memory: float pixels by cp.async (sm_80 and later: the copy
+// goes to shared memory without a register, so a thread has all its loads in flight at once;
+// wait_copies() before the barrier), narrow ones converted through a register.
+template <typename in_t>
+__device__ GPUCONV_INLINE void copy_pixel(float* dst, const in_t* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (std::is_same_v<in_t, float>) {
+    const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(to), "l"(src));
+    return;
+  }
+#endif
+  *dst = static_cast<float>(*src);
+}
+
+__device__ GPUCONV_INLINE void wait_copies() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::);
+#endif
+}
+
+// Shared rows [0, rows) of the tile: extended input rows from y_first, columns from x_first;
+// columns [cols, stride) are zero (the generic walk multiplies them by its zero pad taps: an
+// Inf there would make NaN). Threads in groups of up to 32 along a row (coalesced loads), four
+// rows a group at a time so that narrow pixels have four loads in flight per thread.
+template <typename in_t>
+__device__ GPUCONV_INLINE void load_tile(const in_t* __restrict__ plane, const window_map& m, long long y_first,
+                                         long long x_first, int rows, int cols, int stride, float* sm) {
+  constexpr int batch = 4;
+  const int threads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
+  const int per_row = threads < 32 ? threads : 32, groups = threads / per_row;
+  const int g = tid / per_row, l = tid - g * per_row;
+  if (g >= groups) return;
+  const bool inside_x = x_first >= 0 && x_first + cols <= m.width;
+  const float outside = m.border == boundary::zero ? 0.f : m.constant_value;
+  for (int r0 = g; r0 < rows; r0 += batch * groups) {
+    const in_t* src[batch];  // the batch's source rows (null: outside the image, or past the tile)
+    bool live[batch];
+#pragma unroll
+    for (int q = 0; q < batch; ++q) {
+      const int r = r0 + q * groups;
+      live[q] = r < rows;
+      const int y = live[q] ? border_index(y_first + r, (int)m.height, m.border) : -1;
+      src[q] = y < 0 ? nullptr : plane + (long long)y * m.width;
+    }
+    for (int c = l; c < stride; c += per_row) {
+      const int col = c >= cols ? -2 : inside_x ? int(x_first + c) : border_index(x_first + c, (int)m.width, m.border);
+#pragma unroll
+      for (int q = 0; q < batch; ++q) {
+        if (!live[q]) continue;
+        float* dst = sm + (long long)(r0 + q * groups) * stride + c;
+        if (col == -2) *dst = 0.f;                         // the pad columns
+        else if (src[q] && col >= 0) copy_pixel(dst, src[q] + col);
+        else *dst = outside;
+      }
+    }
+  }
+}
+
+template <typename out_t>
+__device__ GPUCONV_INLINE void store4(out_t* p, const float (&v)[4]) {
+  if constexpr (std::is_same_v<out_t, float>) {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  } else if constexpr (std::is_same_v<out_t, std::uint8_t>) {
+    *reinterpret_cast<uchar4*>(p) = make_uchar4(store_pixel<out_t>(v[0]), store_pixel<out_t>(v[1]),
+                                                store_pixel<out_t>(v[2]), store_pixel<out_t>(v[3]));
+  } else {
+    *reinterpret_cast<ushort4*>(p) = make_ushort4(store_pixel<out_t>(v[0]), store_pixel<out_t>(v[1]),
+                                                  store_pixel<out_t>(v[2]), store_pixel<out_t>(v[3]));
+  }
+}
+
+// The kernel-level entry: block b is tile (b mod tiles_per_plane) of input plane
+// b / tiles_per_plane. K: the unrolled walk's kernel side (1 for the others).
+template <walk W, int K, typename in_t, typename out_t>
+__global__ void __launch_bounds__(window_policy::max_threads, 1)
+    window_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const window_map m, const int kh, const int kw,
+                  const fixed_taps<K * K> taps, const float* __restrict__ padded, const long long tiles_x,
+                  const long long tiles_per_plane, const int stride, const int taps_floats, const bool vector_store) {
+  constexpr int R = window_policy::rows_per_thread, C = window_policy::columns_per_thread;
+  static_assert(C == 4, "the walks read one float4 per shared row");
+  extern __shared__ float4 shared_raw[];
+  float* sm_taps = reinterpret_cast<float*>(shared_raw);
+  float* sm = sm_taps + taps_floats;  // taps_floats is a multiple of 4: rows stay 16-byte aligned
+  const int tile_h = blockDim.y * R, tile_w = blockDim.x * C;
+  const long long b = blockIdx.x, plane = b / tiles_per_plane, t = b - plane * tiles_per_plane;
+  const long long by = t / tiles_x, bx = t - by * tiles_x;
+  const long long y0 = by * tile_h, x0 = bx * tile_w;
+  if constexpr (W != walk::unrolled) {
+    const int threads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
+    for (int e = tid; e < taps_floats; e += threads) sm_taps[e] = padded[e];
+  }
+  load_tile(in + plane * m.height * m.width, m, y0 + m.oy - (kh - 1), x0 + m.ox - (kw - 1), tile_h + kh - 1,
+            tile_w + kw - 1, stride, sm);
+  wait_copies();
+  __syncthreads();
+
+  float acc[R][C];
+#pragma unroll
+  for (int a = 0; a < R; ++a)
+#pragma unroll
+    for (int c = 0; c < C; ++c) acc[a][c] = 0.f;
+  const float* base = sm + threadIdx.y * R * stride + threadIdx.x * C;
+  if constexpr (W == walk::unrolled) {
+    constexpr int width = round4(C + K - 1);
+#pragma unroll
+    for (int s = 0; s < R + K - 1; ++s) {
+      float v[width];
+#pragma unroll
+      for (int q = 0; q < width; q += 4) {
+        const float4 f = *reinterpret_cast<const float4*>(base + s * stride + q);
+        v[q] = f.x, v[q + 1] = f.y, v[q + 2] = f.z, v[q + 3] = f.w;
+      }
+#pragma unroll
+      for (int a = 0; a < R; ++a) {
+        const int i = a + K - 1 - s;
+        if (i < 0 || i >= K) continue;
+#pragma unroll
+        for (int u = 0; u < K; ++u) {
+          const float tap = taps.v[i * K + K - 1 - u];
+#pragma unroll
+          for (int c = 0; c < C; ++c) acc[a][c] = fmaf(tap, v[c + u], acc[a][c]);
+        }
+      }
+    }
+  } else if constexpr (W == walk::column) {  // kw = 1: taps at sm_taps[4 i]
+    for (int s = 0; s < R + kh - 1; ++s) {
+      const float4 f = *reinterpret_cast<const float4*>(base + s * stride);
+#pragma unroll
+      for (int a = 0; a < R; ++a) {
+        const int i = a + kh - 1 - s;
+        if ((unsigned)i < (unsigned)kh) {
+          const float tap = sm_taps[4 * i];
+          acc[a][0] = fmaf(tap, f.x, acc[a][0]);
+          acc[a][1] = fmaf(tap, f.y, acc[a][1]);
+          acc[a][2] = fmaf(tap, f.z, acc[a][2]);
+          acc[a][3] = fmaf(tap, f.w, acc[a][3]);
+        }
+      }
+    }
+  } else {  // generic: taps row i at sm_taps[i kw4 + u] = k(i, kw-1-u), zero for u >= kw
+    const int kw4 = round4(kw);
+    for (int u0 = 0; u0 < kw4; u0 += 4) {
+      for (int s = 0; s < R + kh - 1; ++s) {
+        const float4 lo = *reinterpret_cast<const float4*>(base + s * stride + u0);
+        const float4 hi = *reinterpret_cast<const float4*>(base + s * stride + u0 + 4);
+        const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+        for (int a = 0; a < R; ++a) {
+          const int i = a + kh - 1 - s;
+          if ((unsigned)i < (unsigned)kh) {
+            const float4 t4 = *reinterpret_cast<const float4*>(sm_taps + i * kw4 + u0);
+            const float tap[4] = {t4.x, t4.y, t4.z, t4.w};
+#pragma unroll
+            for (int u = 0; u < 4; ++u)
+#pragma unroll
+              for (int c = 0; c < C; ++c) acc[a][c] = fmaf(tap[u], v[c + u], acc[a][c]);
+          }
+        }
+      }
+    }
+  }
+
+  out_t* dst = out + (plane * m.out_step + m.out_offset) * m.out_h * m.out_w;
+  const long long x = x0 + threadIdx.x * C;
+  if (x >= m.out_w) return;
+#pragma unroll
+  for (int a = 0; a < R; ++a) {
+    const long long y = y0 + threadIdx.y * R + a;
+    if (y >= m.out_h) break;
+    out_t* row = dst + y * m.out_w;
+    if (vector_store && x + C <= m.out_w) {
+      store4(row + x, acc[a]);
+    } else {
+#pragma unroll
+      for (int c = 0; c < C; ++c)
+        if (x + c < m.out_w) row[x + c] = store_pixel<out_t>(acc[a][c]);
+    }
+  }
+}
+
+std::size_t shape_bytes(const window_shape& s, int kh) {
+  return (std::size_t(s.taps_floats) + std::size_t(s.ty * window_policy::rows_per_thread + kh - 1) * s.stride) * 4;
+}
+
+template <typename F>
+void dispatch_unrolled(int k, F&& f) {
+  switch (k) {
+    case 3: f(std::integral_constant<int, 3>{}); return;
+    case 5: f(std::integral_constant<int, 5>{}); return;
+    case 7: f(std::integral_constant<int, 7>{}); return;
+    case 9: f(std::integral_constant<int, 9>{}); return;
+    case 11: f(std::integral_constant<int, 11>{}); return;
+    default: throw std::invalid_argument("direct_tiles: no unrolled walk for kernel side " + std::to_string(k));
+  }
+}
+
+}  // namespace
+
+window_shape window_shape_for(long long out_h, long long out_w, int kh, int kw) {
+  constexpr int R = window_policy::rows_per_thread, C = window_policy::columns_per_thread;
+  window_shape s;
+  s.tx = out_w > 64 ? 32 : out_w > 32 ? 16 : 8;
+  s.tile_w = s.tx * C;
+  s.stride = s.tile_w + round4(kw) + 4;
+  s.taps_floats = kh * round4(kw);
+  const long long need = std::max<long long>(1, (out_h + R - 1) / R);
+  s.ty = (int)std::min<long long>(need, 256 / s.tx);
+  if (need <= window_policy::max_threads / s.tx) s.ty = (int)need;  // one block holds the plane's height
+  for (; s.ty >= 1; --s.ty)
+    if (shape_bytes(s, kh) <= (std::size_t)window_policy::max_shared_bytes) break;
+  if (s.ty < 1)
+    throw std::invalid_argument("direct path: a " + std::to_string(kh) + " x " + std::to_string(kw) +
+                                " kernel's shared tile exceeds " + std::to_string(window_policy::max_shared_bytes) +
+                                " bytes");
+  s.tile_h = s.ty * R;
+  s.tiles_y = (out_h + s.tile_h - 1) / s.tile_h;
+  s.tiles_x = (out_w + s.tile_w - 1) / s.tile_w;
+  s.shared_bytes = shape_bytes(s, kh);
+  return s;
+}
+
+bool direct_tiles::supports(int kh, int kw) {
+  if (kh < 1 || kw < 1 || kh > 4096 || kw > 4096) return false;
+  try {
+    window_shape_for(1 << 20, 1 << 20, kh, kw);
+    return true;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
+
+direct_tiles::direct_tiles(const std::vector<float>& kernels, int count, int kh, int kw)
+    : count_(count), kh_(kh), kw_(kw), host_(kernels) {
+  if (!supports(kh, kw))
+    throw std::invalid_argument("direct_tiles: a " + std::to_string(kh) + " x " + std::to_string(kw) +
+                                " kernel does not fit the shared tile");
+  if (count < 1 || kernels.size() != std::size_t(count) * kh * kw)
+    throw std::invalid_argument("direct_tiles: " + std::to_string(kernels.size()) + " kernel values for " +
+                                std::to_string(count) + " kernels of " + std::to_string(kh) + " x " + std::to_string(kw));
+  const int kw4 = round4(kw);
+  std::vector<float> padded(std::size_t(count) * kh * kw4, 0.f);
+  for (int k = 0; k < count; ++k)
+    for (int i = 0; i < kh; ++i)
+      for (int u = 0; u < kw; ++u)
+        padded[(std::size_t(k) * kh + i) * kw4 + u] = kernels[(std::size_t(k) * kh + i) * kw + kw - 1 - u];
+  padded_ = device_buffer<float>(padded.size());
+  GPUCONV_CUDA(cudaMemcpy(padded_.data(), padded.data(), padded_.bytes(), cudaMemcpyHostToDevice));
+}
+
+template <typename in_t, typename out_t>
+void direct_tiles::run(const in_t* in, out_t* out, const window_map& m, int kernel, cudaStream_t stream) const {
+  if (kernel < 0 || kernel >= count_)
+    throw std::invalid_argument("direct_tiles::run: kernel " + std::to_string(kernel) + " of a bank of " +
+                                std::to_string(count_));
+  const window_shape s = window_shape_for(m.out_h, m.out_w, kh_, kw_);
+  const long long blocks = m.planes * s.tiles_y * s.tiles_x;
+  if (blocks < 1) return;
+  if (blocks >= (1LL << 31))
+    throw std::invalid_argument("direct_tiles::run: " + std::to_string(blocks) + " blocks in one launch (at most 2^31 - 1)");
+  const bool vector_store =
+      m.out_w % 4 == 0 && reinterpret_cast<std::uintptr_t>(out) % (4 * sizeof(out_t)) == 0;
+  const float* padded = padded_.data() + std::size_t(kernel) * kh_ * round4(kw_);
+  const dim3 block(s.tx, s.ty);
+  auto launch = [&](auto* fn, const auto& taps) {
+    if (s.shared_bytes > 48 * 1024)
+      GPUCONV_CUDA(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)s.shared_bytes));
+    fn<<<(unsigned)blocks, block, s.shared_bytes, stream>>>(in, out, m, kh_, kw_, taps, padded, s.tiles_x,
+                                                           s.tiles_y * s.tiles_x, s.stride, s.taps_floats, vector_store);
+    check_launch("window_kernel");
+  };
+  if (std::is_same_v<in_t, out_t> && direct_unrolled(kh_, kw_)) {  // (the separable passes are never square)
+    if constexpr (std::is_same_v<in_t, out_t>) dispatch_unrolled(kh_, [&](auto side) {
+      constexpr int K = decltype(side)::value;
+      fixed_taps<K * K> taps;
+      std::copy_n(host_.data() + std::size_t(kernel) * K * K, K * K, taps.v);
+      launch(&window_kernel<walk::unrolled, K, in_t, out_t>, taps);
+    });
+  } else if (kw_ == 1) {
+    launch(&window_kernel<walk::column, 1, in_t, out_t>, fixed_taps<1>{});
+  } else {
+    launch(&window_kernel<walk::generic, 1, in_t, out_t>, fixed_taps<1>{});
+  }
+}
+
+#define GPUCONV_DIRECT_RUN(in_t, out_t) \
+  template void direct_tiles::run<in_t, out_t>(const in_t*, out_t*, const window_map&, int, cudaStream_t) const;
+GPUCONV_DIRECT_RUN(float, float)
+GPUCONV_DIRECT_RUN(std::uint8_t, std::uint8_t)
+GPUCONV_DIRECT_RUN(std::uint16_t, std::uint16_t)
+// the separable path's passes: narrow pixels into the float intermediate, and back
+GPUCONV_DIRECT_RUN(std::uint8_t, float)
+GPUCONV_DIRECT_RUN(std::uint16_t, float)
+GPUCONV_DIRECT_RUN(float, std::uint8_t)
+GPUCONV_DIRECT_RUN(float, std::uint16_t)
+#undef GPUCONV_DIRECT_RUN
+
+}  // namespace gpuconv::conv

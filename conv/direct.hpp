@@ -1,0 +1,105 @@
+// The direct path of the CUDA backend (direct.cu): out(y, x) = sum k(i, j) in_ext(y + oy - i,
+// x + ox - j) term by term, for kernels small enough that kh * kw multiply-adds per output cost
+// less than a tile transform. One read and one write of the image: a block loads its output
+// tile plus the kernel's halo into shared memory, applying the boundary rule in the loader
+// (border_index, as the FFT paths' gather), and each thread sums rows_per_thread x 4 outputs
+// in registers. The separable path (separable.hpp) runs the same kernels as a 1 x kw row pass
+// and a kh x 1 column pass.
+//
+// Kernels (direct.cu), one template, three ways to walk the taps:
+// - unrolled: square odd kernels 3..11, the taps passed by value in the launch parameters
+//   (constant bank: operands of the FMAs, no loads), every loop unrolled;
+// - column: kw = 1, any kh (the separable column pass), taps in shared memory;
+// - generic: any kh x kw, taps in shared memory reversed along x and padded to a multiple
+//   of 4, a register window slid 4 columns at a time.
+// The host-side geometry (window_shape_for) is a plain function, unit-tested on the CPU.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "../fft/device/buffer.hpp"
+#include "semantics.hpp"
+#include "tile_map.hpp"
+
+namespace gpuconv::conv {
+
+// One window pass over `planes` input planes of height x width: output plane
+// p * out_step + out_offset receives out(y, x) = sum_{i < kh, j < kw} k(i, j) in_ext(y + oy - i,
+// x + ox - j), y < out_h, x < out_w, in_ext the plane extended by `border`. oy may be negative
+// (the separable row pass reads the rows above the output's first).
+struct window_map {
+  long long height = 0, width = 0, out_h = 0, out_w = 0;
+  int oy = 0, ox = 0;
+  boundary border = boundary::zero;
+  float constant_value = 0.f;
+  long long planes = 1;
+  int out_step = 1, out_offset = 0;
+};
+
+// The window pass of kernel `kernel` of the bank over every tile of map m (the CUDA backend's
+// maps: whole planes, or a band of one plane's rows).
+inline window_map window_map_of(const tile_map& m, int kernel) {
+  return {m.height, m.width, m.out_h, m.out_w, m.oy, m.ox, m.border, m.constant_value,
+          m.tiles_per_kernel / m.tiles_per_plane, m.kernels, kernel};
+}
+
+// Work per thread: rows_per_thread consecutive output rows x 4 consecutive columns (one
+// float4 of shared memory per row of the register window).
+struct window_policy {
+  static constexpr int rows_per_thread = 8;
+  static constexpr int columns_per_thread = 4;
+  static constexpr int max_threads = 512;
+  static constexpr int max_shared_bytes = 200 * 1024;
+};
+
+// A block of tx x ty threads computes a tile of (ty * rows_per_thread) x (tx * 4) outputs;
+// shared memory holds the taps (generic and column walks) and the tile's input rows.
+struct window_shape {
+  int tx = 0, ty = 0;
+  int tile_h = 0, tile_w = 0;  // outputs per block
+  int stride = 0;              // floats per shared row: tile_w + round_up(kw, 4) + 4
+  int taps_floats = 0;         // kh * round_up(kw, 4)
+  long long tiles_y = 0, tiles_x = 0;
+  std::size_t shared_bytes = 0;
+};
+
+// tx: 32 lanes (128 columns) for outputs wider than 64, 16 or 8 for narrower ones; ty: enough
+// rows of threads for the output's height, at most 256 threads (512 when that makes one block
+// hold a plane's height), fewer while the shared tile exceeds max_shared_bytes. Throws
+// std::invalid_argument when even one row of threads does not fit (direct_tiles::supports).
+window_shape window_shape_for(long long out_h, long long out_w, int kh, int kw);
+
+// The kernel sizes the unrolled walk is compiled for (square, odd).
+constexpr bool direct_unrolled(int kh, int kw) { return kh == kw && kh >= 3 && kh <= 11 && kh % 2 == 1; }
+
+class direct_tiles {
+ public:
+  // Kernels whose shared tile fits one row of threads: any kh, kw up to 255 when the other
+  // side is small, ~100 x 100 at most square.
+  static bool supports(int kh, int kw);
+
+  // kernels: `count` effective kernels (flipped for correlation), kh x kw row-major, one after
+  // another. Throws std::invalid_argument when !supports(kh, kw).
+  direct_tiles(const std::vector<float>& kernels, int count, int kh, int kw);
+
+  // Every output plane of map m for kernel `kernel` of the bank (one launch). Asynchronous.
+  template <typename in_t, typename out_t>
+  void run(const in_t* in, out_t* out, const window_map& m, int kernel, cudaStream_t stream) const;
+  // Every kernel of the bank over the planes of a backend map.
+  template <typename in_t, typename out_t>
+  void run(const in_t* in, out_t* out, const tile_map& m, cudaStream_t stream) const {
+    for (int k = 0; k < count_; ++k) run(in, out, window_map_of(m, k), k, stream);
+  }
+
+  int kh() const { return kh_; }
+  int kw() const { return kw_; }
+
+ private:
+  int count_, kh_, kw_;
+  std::vector<float> host_;       // the kernels as given (the unrolled walk's launch parameters)
+  device_buffer<float> padded_;   // per kernel kh x round_up(kw, 4), reversed along x, zero padded
+};
+
+}  // namespace gpuconv::conv

@@ -1,0 +1,39 @@
+// The separable path of the CUDA backend (separable.cu): a rank-1 kernel k(i, j) = c(i) r(j)
+// (method.hpp: factor_rank1) as a row pass and a column pass, kh + kw multiply-adds per output
+// instead of kh * kw. Both passes are window passes of direct.hpp:
+//   row pass     tmp(q, x) = sum_j r(j) in_ext(q + oy - (kh-1), x + ox - j),  q < out_h + kh - 1
+//                (1 x kw taps; the boundary rule applies along y through the rows it reads)
+//   column pass  out(y, x) = sum_i c(i) tmp(y + kh - 1 - i, x)               ('valid' along y)
+// so that out(y, x) = sum_{i,j} c(i) r(j) in_ext(y + oy - i, x + ox - j). The float
+// intermediate goes through global memory (it stays mostly in L2 for a chunk of a few planes):
+// 4 bytes written and read per pixel beside the image's read and the output's write.
+#pragma once
+#include <vector>
+
+#include "direct.hpp"
+#include "method.hpp"
+
+namespace gpuconv::conv {
+
+class separable_tiles {
+ public:
+  static bool supports(int kh, int kw) { return direct_tiles::supports(1, kw) && direct_tiles::supports(kh, 1); }
+
+  // f: the bank's factors, `count` columns of kh and rows of kw one after another. Throws
+  // std::invalid_argument when !supports(kh, kw) or the factors do not match the sizes.
+  separable_tiles(const rank1_factors& f, int count, int kh, int kw);
+
+  // Floats of intermediate one input plane of map m needs.
+  static long long intermediate_per_plane(const tile_map& m) { return (m.out_h + m.kh - 1) * m.out_w; }
+
+  // Every kernel of the bank over the planes of map m, `chunk` planes at a time through
+  // `intermediate` (chunk * intermediate_per_plane(m) floats). Asynchronous.
+  template <typename T>
+  void run(const T* in, T* out, const tile_map& m, float* intermediate, long long chunk, cudaStream_t stream) const;
+
+ private:
+  int count_, kh_, kw_;
+  direct_tiles rows_, columns_;
+};
+
+}  // namespace gpuconv::conv

@@ -1,0 +1,211 @@
+// The CUDA backend's direct and separable methods (conv/direct.hpp, conv/separable.hpp) forced
+// one by one against the direct double-precision reference (method_check.hpp: modes x
+// operations x boundaries x pixel types, banks, batches, odd sizes, images smaller than the
+// kernel, 'valid' down to one output), and the CUDA method chooser (conv/method.hpp:
+// choose_cuda_method) on the CPU: which method for which kernel and shape, forced methods
+// that cannot run the kernel, the block shapes' geometry.
+// Tolerances: those of the CPU's direct and separable methods (1e-5 of the |k| * |x| scale:
+// sums of kh * kw or kh + kw float products).
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+
+#include "conv/direct.hpp"
+#include "fft/device/cuda_check.hpp"
+#include "method_check.hpp"
+
+using namespace gpuconv;
+using namespace gpuconv::conv;
+using test::check_method;
+using test::cuda_forced;
+using test::make_kernels;
+
+namespace {
+
+void sweep_cuda(cuda_path path) {
+  // 3 x 3 and 11 x 11: the unrolled walk; 7 x 1: the column walk; 1 x 1, 2 x 3, 7 x 4, 15 x 15:
+  // the generic walk (and the separable passes: row 1 x kw generic, column kh x 1)
+  const auto k = GENERATE(std::array<int, 2>{1, 1}, std::array<int, 2>{2, 3}, std::array<int, 2>{3, 3},
+                          std::array<int, 2>{7, 4}, std::array<int, 2>{7, 1}, std::array<int, 2>{11, 11},
+                          std::array<int, 2>{15, 15});
+  // 1 x 1, smaller than the kernels, narrower than one block (8 lanes), several blocks each way
+  const auto img = GENERATE(std::array<int, 2>{1, 1}, std::array<int, 2>{9, 13}, std::array<int, 2>{70, 150},
+                            std::array<int, 2>{131, 301});
+  test::sweep_method(cuda_forced(path), k, img);
+}
+
+}  // namespace
+
+TEST_CASE("GPU direct method matches the reference: modes x operations x boundaries x types", "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  sweep_cuda(cuda_path::direct);
+}
+
+TEST_CASE("GPU separable method matches the reference: modes x operations x boundaries x types", "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  sweep_cuda(cuda_path::separable);
+}
+
+TEST_CASE("GPU direct and separable: every unrolled size, banks, batches, odd sizes, long kernels", "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  options o;
+  o.border = boundary::reflect;
+  const auto direct = cuda_forced(cuda_path::direct), separable = cuda_forced(cuda_path::separable);
+  for (int k = 3; k <= 11; k += 2) {  // the unrolled walk, every size, and its neighbours (generic)
+    check_method<float>(direct, 77, 203, 2, 1, k, k, o);
+    check_method<std::uint8_t>(direct, 77, 203, 1, 1, k, k, o);
+    check_method<std::uint16_t>(direct, 77, 203, 1, 1, k, k, o);
+    check_method<float>(direct, 77, 203, 1, 1, k + 1, k + 1, o);
+  }
+  for (const auto& m : {direct, separable}) {
+    check_method<float>(m, 300, 1100, 2, 3, 5, 7, o);       // several blocks each way, a bank
+    check_method<std::uint8_t>(m, 90, 700, 1, 2, 9, 3, o);
+    check_method<float>(m, 28, 28, 40, 1, 5, 5, o);          // a batch of small images: 8-lane blocks
+    check_method<float>(m, 64, 64, 9, 1, 7, 7, o);           // 16-lane blocks, one block a plane
+    check_method<std::uint16_t>(m, 100, 100, 5, 1, 11, 11, o);  // 512-thread blocks
+    check_method<float>(m, 4, 5, 3, 1, 13, 9, o);            // images smaller than the kernel
+    o.mode = output_mode::full;
+    check_method<float>(m, 80, 75, 1, 1, 41, 33, o);          // kernel wider than a block's rows
+    o.mode = output_mode::valid;
+    check_method<float>(m, 41, 33, 2, 1, 41, 33, o);          // 'valid' to one output
+    check_method<std::uint8_t>(m, 50, 37, 1, 1, 49, 3, o);
+    o.mode = output_mode::same;
+  }
+  o.border = boundary::wrap;
+  check_method<float>(separable, 200, 260, 1, 1, 161, 161, o);  // gaussian:20's size
+  check_method<float>(separable, 300, 280, 1, 1, 255, 255, o);  // box:255's size
+  check_method<float>(direct, 130, 150, 1, 1, 1, 255, o);        // one row, the generic walk's widest
+  check_method<float>(direct, 300, 150, 1, 1, 255, 1, o);        // one column, the column walk's tallest
+}
+
+TEST_CASE("GPU direct and separable: host buffers in bands under a memory cap, unaligned device buffers", "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  const long long h = 301, w = 260;
+  const auto img = test::random_reals<float>(std::size_t(h * w), test::fresh_seed());
+  const auto k = make_kernels(1, 9, 9, true, test::fresh_seed());
+  for (auto path : {cuda_path::direct, cuda_path::separable}) {
+    INFO("path " << to_string(path));
+    plan_options po;
+    po.device = backend::cuda;
+    po.path = path;
+    po.semantics.border = boundary::reflect101;
+    plan whole(h, w, 1, k.data(), 9, 9, po);
+    po.memory_limit = std::size_t(w) * 4 * 2 * 40 + std::size_t(h + 8) * w * 4 * 2;  // bands of ~40 rows
+    plan banded(h, w, 1, k.data(), 9, 9, po);
+    REQUIRE(banded.path() == path);
+    std::vector<float> a(img.size()), b(img.size());
+    whole.execute(img.data(), a.data());
+    banded.execute(img.data(), b.data());
+    CHECK(test::relative_l2(b, a) <= 1e-6);
+    // device buffers one float past an aligned address: the scalar stores
+    device_buffer<float> d_in(img.size() + 1), d_out(img.size() + 1);
+    GPUCONV_CUDA(cudaMemcpy(d_in.data() + 1, img.data(), img.size() * 4, cudaMemcpyHostToDevice));
+    plan on_device(h, w, 1, k.data(), 9, 9, po);
+    on_device.execute_device(d_in.data() + 1, d_out.data() + 1);
+    GPUCONV_CUDA(cudaDeviceSynchronize());
+    std::vector<float> c(img.size());
+    GPUCONV_CUDA(cudaMemcpy(c.data(), d_out.data() + 1, c.size() * 4, cudaMemcpyDeviceToHost));
+    CHECK(test::relative_l2(c, a) <= 1e-6);
+  }
+}
+
+TEST_CASE("GPU plans choose direct or separable for small and rank-1 kernels, and autotune includes them", "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  const auto dense3 = make_kernels(1, 3, 3, false, 3);
+  plan_options po;
+  po.device = backend::cuda;
+  CHECK(plan(1024, 1024, 1, dense3.data(), 3, 3, po).path() == cuda_path::direct);
+  po.autotune = true;
+  const plan tuned(512, 512, 1, dense3.data(), 3, 3, po);
+  INFO("autotune chose " << to_string(tuned.path()));
+  CHECK((tuned.path() == cuda_path::direct || tuned.path() == cuda_path::fused));
+  options o;
+  test::forced_method automatic = cuda_forced(cuda_path::automatic);
+  check_method<float>(automatic, 200, 300, 2, 1, 3, 3, o);
+}
+
+TEST_CASE("CUDA method chooser: the cost model's choices and forced methods", "[conv]") {
+  const auto dense3 = make_kernels(1, 3, 3, false, 1), dense63 = make_kernels(1, 63, 63, false, 2),
+             sep31 = make_kernels(1, 31, 31, true, 3), dense31 = make_kernels(1, 31, 31, false, 3),
+             sep3 = make_kernels(1, 3, 3, true, 4);
+  // small kernels: direct, on large images and on batches of small ones
+  CHECK(choose_cuda_method(dense3, 1, 3, 3, 4096, 4096, 1).path == cuda_path::direct);
+  CHECK(choose_cuda_method(dense3, 1, 3, 3, 64, 64, 1024).path == cuda_path::direct);
+  CHECK(choose_cuda_method(sep3, 1, 3, 3, 4096, 4096, 1).path == cuda_path::direct);  // one pass beats two
+  // large dense kernels: an FFT path
+  const cuda_path big = choose_cuda_method(dense63, 1, 63, 63, 4096, 4096, 1).path;
+  CHECK((big == cuda_path::fused || big == cuda_path::three_pass || big == cuda_path::multipass));
+  // rank-1 kernels where two passes beat the transforms
+  CHECK(choose_cuda_method(sep31, 1, 31, 31, 4096, 4096, 1).path == cuda_path::separable);
+  CHECK(choose_cuda_method(dense31, 1, 31, 31, 4096, 4096, 1).path != cuda_path::separable);
+  // a forced tile asks for an FFT path
+  CHECK(choose_cuda_method(dense3, 1, 3, 3, 4096, 4096, 1, cuda_path::automatic, 64).path == cuda_path::fused);
+  // the automatic choice costs no more than any method forced
+  for (int k : {1, 2, 3, 5, 7, 9, 15, 31, 63, 127}) {
+    const auto sep = make_kernels(1, k, k, true, 5);
+    for (auto shape : {std::array<long long, 3>{4096, 4096, 1}, std::array<long long, 3>{256, 256, 64},
+                       std::array<long long, 3>{64, 64, 1024}, std::array<long long, 3>{28, 28, 1000}}) {
+      INFO("K " << k << ", " << shape[2] << " x " << shape[0] << " x " << shape[1]);
+      const cuda_choice chosen = choose_cuda_method(sep, 1, k, k, shape[0], shape[1], shape[2]);
+      for (auto forced : {cuda_path::direct, cuda_path::separable, cuda_path::fused, cuda_path::three_pass,
+                          cuda_path::multipass}) {
+        try {
+          const cuda_choice c = choose_cuda_method(sep, 1, k, k, shape[0], shape[1], shape[2], forced);
+          CHECK(c.path == forced);
+          if (forced != cuda_path::direct || k * k <= 128) CHECK(chosen.cost_ps <= c.cost_ps);
+        } catch (const std::invalid_argument&) {
+          // the method cannot hold this kernel
+        }
+      }
+    }
+  }
+  // forced methods that cannot run the kernel
+  CHECK_THROWS_AS(choose_cuda_method(dense31, 1, 31, 31, 500, 500, 1, cuda_path::separable), std::invalid_argument);
+  const auto bank = [&] {  // a bank with one kernel that is not rank-1
+    std::vector<float> b = make_kernels(2, 5, 5, true, 6);
+    b[30] += 0.5f;
+    return b;
+  }();
+  CHECK_THROWS_AS(choose_cuda_method(bank, 2, 5, 5, 500, 500, 1, cuda_path::separable), std::invalid_argument);
+  CHECK(choose_cuda_method(bank, 2, 5, 5, 500, 500, 1).path != cuda_path::separable);
+  const auto huge = make_kernels(1, 255, 255, false, 7);
+  CHECK_THROWS_AS(choose_cuda_method(huge, 1, 255, 255, 500, 500, 1, cuda_path::direct), std::invalid_argument);
+  CHECK(choose_cuda_method(huge, 1, 255, 255, 500, 500, 1, cuda_path::multipass).path == cuda_path::multipass);
+  // the separable factors come with the choice, one column and row per kernel of the bank
+  const cuda_choice s = choose_cuda_method(sep31, 1, 31, 31, 500, 500, 1, cuda_path::separable);
+  CHECK(s.factors.column.size() == 31);
+  CHECK(s.factors.row.size() == 31);
+  // and the plan rejects them at the API
+  if (cuda_device_available()) {
+    plan_options po;
+    po.device = backend::cuda;
+    po.path = cuda_path::separable;
+    CHECK_THROWS_AS(plan(500, 500, 1, dense31.data(), 31, 31, po), std::invalid_argument);
+  }
+}
+
+TEST_CASE("CUDA direct path: block shapes cover the output and fit shared memory", "[conv]") {
+  for (auto shape : {std::array<long long, 2>{4096, 4096}, std::array<long long, 2>{28, 28},
+                     std::array<long long, 2>{64, 64}, std::array<long long, 2>{100, 100},
+                     std::array<long long, 2>{1, 1}, std::array<long long, 2>{3000, 7}}) {
+    for (auto k : {std::array<int, 2>{3, 3}, std::array<int, 2>{11, 11}, std::array<int, 2>{1, 255},
+                   std::array<int, 2>{255, 1}, std::array<int, 2>{31, 31}}) {
+      INFO("output " << shape[0] << " x " << shape[1] << ", kernel " << k[0] << " x " << k[1]);
+      const window_shape s = window_shape_for(shape[0], shape[1], k[0], k[1]);
+      CHECK(s.tx * s.ty <= window_policy::max_threads);
+      CHECK(s.shared_bytes <= std::size_t(window_policy::max_shared_bytes));
+      CHECK(s.tiles_y * s.tile_h >= shape[0]);
+      CHECK(s.tiles_x * s.tile_w >= shape[1]);
+      CHECK((s.tiles_y - 1) * s.tile_h < shape[0]);
+      CHECK(s.stride % 4 == 0);
+      CHECK(s.stride >= s.tile_w + k[1] + 3);  // the walks' float4 reads stay in the row
+      CHECK(s.taps_floats % 4 == 0);
+    }
+  }
+  CHECK(window_shape_for(28, 28, 5, 5).tx == 8);   // 32 columns for a 28-wide image
+  CHECK(window_shape_for(64, 64, 5, 5).tx == 16);
+  CHECK(window_shape_for(64, 64, 5, 5).tiles_y == 1);
+  CHECK(window_shape_for(4096, 4096, 3, 3).tile_w == 128);
+  CHECK(direct_tiles::supports(255, 1));
+  CHECK(direct_tiles::supports(1, 255));
+  CHECK_FALSE(direct_tiles::supports(255, 255));
+}
