@@ -1,5 +1,6 @@
-// gpuconv-bench fft3d: 3D R2C and C2R of one n^3 volume, ours (fft::real_3d_plan) against
-// cuFFT 3D (cufftMakePlanMany64, rank 3) in the same run, n = 128, 256, 512 (--sizes picks).
+// gpuconv-bench fft3d: 3D R2C and C2R of one volume, ours (fft::real_3d_plan) against cuFFT 3D
+// (cufftMakePlanMany64, rank 3) in the same run: 128^3, 256^3, 512^3 and 256 x 1024 x 1024
+// (D x H x W; --sizes 128,256,512,1024 picks).
 //
 // Bytes of the floor: R2C reads 4 bytes per point and writes 8*(n/2+1)/n, ~8 bytes per point
 // (C2R the reverse); GB/s below counts those bytes once, so a transform at 100% of the copy
@@ -38,7 +39,7 @@ struct cufft_plan3d {
 };
 
 struct row3_t {
-  int n;
+  int d, h, w;
   double r2c_ms, r2c_cufft_ms, c2r_ms, c2r_cufft_ms, r2c_err, c2r_err;
 };
 
@@ -51,23 +52,24 @@ int run_fft3d(const options& opt) {
   const double copy_gbs = copy_bandwidth_gbs(std::size_t(1) << 28, opt.reps, stream);
   std::printf("gpuconv-bench fft3d on %s (%d SMs, %.0f MB L2)\n", prop.name, prop.multiProcessorCount,
               prop.l2CacheSize / 1e6);
-  std::printf("one n^3 volume per transform, median of %d runs after %d warm-up\n", opt.reps, opt.warmup);
+  std::printf("one volume per transform, median of %d runs after %d warm-up\n", opt.reps, opt.warmup);
   std::printf("measured copy bandwidth (read + write): %.0f GB/s\n\n", copy_gbs);
   const auto seed = (std::uint64_t)std::chrono::steady_clock::now().time_since_epoch().count();
 
   std::vector<row3_t> rows;
-  for (int n : {128, 256, 512}) {
+  for (int n : {128, 256, 512, 1024}) {
     if (!opt.sizes.empty() && std::find(opt.sizes.begin(), opt.sizes.end(), n) == opt.sizes.end()) continue;
-    const long long points = (long long)n * n * n;
-    const std::size_t complexes = std::size_t(n) * n * (n / 2 + 1);
+    const int d = n == 1024 ? 256 : n, h = n, w = n;  // 1024: the 256 x 1024 x 1024 stack
+    const long long points = (long long)d * h * w;
+    const std::size_t complexes = std::size_t(d) * h * (w / 2 + 1);
     device_buffer<float> x(points), y(points), yc(points);
     device_buffer<cufftComplex> X(complexes), Xc(complexes);
     fill_random(x.data(), points, seed + n, stream);
-    fft::real_3d_plan plan(n, n, n, 1);
+    fft::real_3d_plan plan(d, h, w, 1);
     auto* Xo = reinterpret_cast<fft::complex_t<float>*>(X.data());
-    row3_t r{n, 0, 0, 0, 0, 0, 0};
+    row3_t r{d, h, w, 0, 0, 0, 0, 0, 0};
     {
-      cufft_plan3d r2c(n, n, n, CUFFT_R2C, stream);
+      cufft_plan3d r2c(d, h, w, CUFFT_R2C, stream);
       GPUCONV_CUDA(cudaMemsetAsync(X.data(), 0xFF, complexes * 8, stream));
       plan.forward(x.data(), Xo, stream);
       check_cufft(cufftExecR2C(r2c.h, x.data(), Xc.data()), "cufftExecR2C");
@@ -78,7 +80,7 @@ int run_fft3d(const options& opt) {
                                  opt.warmup, opt.reps, stream);
     }
     {
-      cufft_plan3d c2r(n, n, n, CUFFT_C2R, stream);
+      cufft_plan3d c2r(d, h, w, CUFFT_C2R, stream);
       plan.forward(x.data(), Xo, stream);  // a Hermitian spectrum
       GPUCONV_CUDA(cudaMemcpyAsync(Xc.data(), X.data(), complexes * 8, cudaMemcpyDeviceToDevice, stream));
       GPUCONV_CUDA(cudaMemsetAsync(y.data(), 0xFF, points * 4, stream));
@@ -93,33 +95,36 @@ int run_fft3d(const options& opt) {
           opt.warmup, opt.reps, stream);
     }
     rows.push_back(r);
-    std::fprintf(stderr, "n=%d done\n", n);
+    std::fprintf(stderr, "%dx%dx%d done\n", d, h, w);
   }
 
-  auto bytes = [](int n) { return double(n) * n * n * 4 + double(n) * n * (n / 2 + 1) * 8; };
-  std::printf("%6s | %8s %7s %6s %8s %6s | %8s %7s %6s %8s %6s | %8s %8s\n", "n^3", "R2C ms", "GB/s", "%copy",
+  auto bytes = [](const row3_t& r) { return double(r.d) * r.h * r.w * 4 + double(r.d) * r.h * (r.w / 2 + 1) * 8; };
+  std::printf("%14s | %8s %7s %6s %8s %6s | %8s %7s %6s %8s %6s | %8s %8s\n", "D x H x W", "R2C ms", "GB/s", "%copy",
               "cuFFT ms", "ratio", "C2R ms", "GB/s", "%copy", "cuFFT ms", "ratio", "errR2C", "errC2R");
   for (const auto& r : rows) {
-    const double b = bytes(r.n);
+    const double b = bytes(r);
     auto gbs = [&](double ms) { return b / (ms * 1e-3) / 1e9; };
-    std::printf("%6d | %8.3f %7.0f %5.1f%% %8.3f %5.2fx | %8.3f %7.0f %5.1f%% %8.3f %5.2fx | %8.1e %8.1e\n", r.n,
+    char shape[32];
+    std::snprintf(shape, sizeof shape, "%dx%dx%d", r.d, r.h, r.w);
+    std::printf("%14s | %8.3f %7.0f %5.1f%% %8.3f %5.2fx | %8.3f %7.0f %5.1f%% %8.3f %5.2fx | %8.1e %8.1e\n", shape,
                 r.r2c_ms, gbs(r.r2c_ms), 100 * gbs(r.r2c_ms) / copy_gbs, r.r2c_cufft_ms, r.r2c_cufft_ms / r.r2c_ms,
                 r.c2r_ms, gbs(r.c2r_ms), 100 * gbs(r.c2r_ms) / copy_gbs, r.c2r_cufft_ms, r.c2r_cufft_ms / r.c2r_ms,
                 r.r2c_err, r.c2r_err);
   }
   if (!opt.csv.empty()) {
     std::ofstream f(opt.csv);
-    f << "gpu,copy_gbs,n,r2c_ms,r2c_cufft_ms,c2r_ms,c2r_cufft_ms,r2c_gbs,c2r_gbs,r2c_rel_l2,c2r_rel_l2\n";
+    f << "gpu,copy_gbs,d,h,w,r2c_ms,r2c_cufft_ms,c2r_ms,c2r_cufft_ms,r2c_gbs,c2r_gbs,r2c_rel_l2,c2r_rel_l2\n";
     for (const auto& r : rows) {
-      const double b = bytes(r.n);
-      f << '"' << prop.name << "\"," << copy_gbs << ',' << r.n << ',' << r.r2c_ms << ',' << r.r2c_cufft_ms << ','
-        << r.c2r_ms << ',' << r.c2r_cufft_ms << ',' << b / (r.r2c_ms * 1e-3) / 1e9 << ','
+      const double b = bytes(r);
+      f << '"' << prop.name << "\"," << copy_gbs << ',' << r.d << ',' << r.h << ',' << r.w << ',' << r.r2c_ms << ','
+        << r.r2c_cufft_ms << ',' << r.c2r_ms << ',' << r.c2r_cufft_ms << ',' << b / (r.r2c_ms * 1e-3) / 1e9 << ','
         << b / (r.c2r_ms * 1e-3) / 1e9 << ',' << r.r2c_err << ',' << r.c2r_err << '\n';
     }
   }
   for (const auto& r : rows)
     if (!(r.r2c_err < 1e-5 && r.c2r_err < 1e-5)) {
-      std::fprintf(stderr, "gpuconv-bench: n=%d disagrees with cuFFT (rel L2 %.2e / %.2e)\n", r.n, r.r2c_err, r.c2r_err);
+      std::fprintf(stderr, "gpuconv-bench: %dx%dx%d disagrees with cuFFT (rel L2 %.2e / %.2e)\n", r.d, r.h, r.w,
+                   r.r2c_err, r.c2r_err);
       return 3;
     }
   return 0;
