@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""CuPy's peer figures for `gpuconv-bench conv3d` (issue 15): cupyx.scipy.signal.fftconvolve
+(mode='same', fp32) on the bench's 128 x 512 x 512 volume with the same K^3 PSFs, plus the
+same algorithm spelt out in CuPy (pad to next_fast_len, rfftn, multiply, irfftn, crop) with
+the PSF spectrum computed once. Medians of CUDA-event timings around each call. Run it in the
+same session as gpuconv-bench conv3d and compare Gvox/s (the bench prints ours and a cuFFT
+pipeline). Usage: PYTHON scripts/cupy-conv3d.py [--sizes 15,31,63] [--repeat 10]
+(PYTHON: /opt/torch/.venv/bin/python on the GPU machines, as scripts/python-gpu-check.sh).
+"""
+import argparse
+import statistics
+
+import numpy as np
+
+
+def psf(k):
+    # gpuconv-bench conv3d's make_psf: ((i * 2654435761) mod 1000) / 1000 / k^3, 64-bit i
+    i = np.arange(k * k * k, dtype=np.uint64)
+    return (((i * np.uint64(2654435761)) % np.uint64(1000)).astype(np.float32) / 1000.0 / (k ** 3)).reshape(k, k, k)
+
+
+def median_ms(cp, fn, repeat):
+    fn()
+    cp.cuda.Stream.null.synchronize()
+    times = []
+    for _ in range(repeat):
+        a, b = cp.cuda.Event(), cp.cuda.Event()
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(cp.cuda.get_elapsed_time(a, b))
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="15,31,63")
+    ap.add_argument("--repeat", type=int, default=10)
+    args = ap.parse_args()
+    import cupy as cp
+    import cupyx.scipy.fft as cfft
+    import cupyx.scipy.signal as csig
+
+    d, h, w = 128, 512, 512
+    x = cp.random.default_rng(1).uniform(-1, 1, (d, h, w), dtype=cp.float32)
+    voxels = d * h * w
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    print(f"cupy-conv3d on {props['name'].decode()}; CuPy {cp.__version__}; 'same', zero boundary, fp32, "
+          f"median of {args.repeat}")
+    print(f"{'D x H x W':>15} {'K':>4} | {'fftconvolve ms':>14} {'Gvox/s':>7} | {'rfftn pipeline ms':>17} {'Gvox/s':>7} {'padded':>14}")
+    for k in (int(s) for s in args.sizes.split(",")):
+        kern = cp.asarray(psf(k))
+        ms = median_ms(cp, lambda: csig.fftconvolve(x, kern, mode="same"), args.repeat)
+        shape = [cfft.next_fast_len(n + k - 1, real=True) for n in (d, h, w)]
+        kspec = cfft.rfftn(kern, shape)
+        o = (k - 1) // 2
+
+        def pipeline():
+            y = cfft.irfftn(cfft.rfftn(x, shape) * kspec, shape)
+            return y[o:o + d, o:o + h, o:o + w]
+
+        ref = csig.fftconvolve(x, kern, mode="same")
+        err = float(cp.linalg.norm(pipeline() - ref) / cp.linalg.norm(ref))
+        assert err < 1e-5, f"pipeline disagrees with fftconvolve: {err}"
+        pms = median_ms(cp, pipeline, args.repeat)
+        print(f"{f'{d}x{h}x{w}':>15} {k:>4} | {ms:14.3f} {voxels / (ms * 1e6):7.2f} | {pms:17.3f} {voxels / (pms * 1e6):7.2f} "
+              f"{'x'.join(map(str, shape)):>14}")
+
+
+if __name__ == "__main__":
+    main()
