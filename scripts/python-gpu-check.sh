@@ -6,7 +6,9 @@
 # Logs, the JUnit XML and the benchmark's markdown table go to $OUT (default
 # ./python-gpu-logs). A short summary closes the output. Takes 3-5 minutes on an H100.
 # Environment: PYTHON (default /opt/torch/.venv/bin/python when present, else python3),
-# GPUCONV_BENCH=0 skips the benchmark, GPUCONV_BENCH_ARGS adds arguments to it.
+# GPUCONV_BENCH=0 skips the benchmark, GPUCONV_BENCH_ARGS adds arguments to it; GPUCONV_BENCH_CPU=0
+# skips python -m gpuconv.bench_cpu (the CPU backend against cv2 on every core),
+# GPUCONV_BENCH_CPU_ARGS adds arguments to it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -62,6 +64,13 @@ if [ "${GPUCONV_BENCH:-1}" != 0 ]; then
   timeout 300 "$PYTHON" -m gpuconv.bench --out "$out/bench.md" ${GPUCONV_BENCH_ARGS:-} 2>&1 | tee "$out/bench.log"
   bench_rc=${PIPESTATUS[0]}
 fi
+cpu_rc=skipped
+if [ "${GPUCONV_BENCH_CPU:-1}" != 0 ]; then
+  echo "python-gpu-check: python -m gpuconv.bench_cpu (log: $out/bench_cpu.log)"
+  # shellcheck disable=SC2086
+  timeout 400 "$PYTHON" -m gpuconv.bench_cpu --out "$out/bench_cpu.md" ${GPUCONV_BENCH_CPU_ARGS:-} 2>&1 | tee "$out/bench_cpu.log"
+  cpu_rc=${PIPESTATUS[0]}
+fi
 cd "$repo"
 
 echo
@@ -71,6 +80,7 @@ echo "  pytest (exit $pytest_rc): $(tail -1 "$out/pytest.log")"
 echo "  gpu tests: $gpu_passed of $gpu_total passed"
 echo "  bench (exit $bench_rc): $(grep -E '^Python overhead' "$out/bench.log" 2>/dev/null || echo 'no overhead line')"
 echo "  $(grep -E '^Results agree' "$out/bench.log" 2>/dev/null || echo 'no agreement line')"
+echo "  CPU bench against OpenCV (exit $cpu_rc)"
 [ -f "$out/bench.md" ] && echo "  table: $out/bench.md"
 echo "  logs: $out"
-[ "$pytest_rc" = 0 ] && { [ "$bench_rc" = 0 ] || [ "$bench_rc" = skipped ]; }
+[ "$pytest_rc" = 0 ] && { [ "$bench_rc" = 0 ] || [ "$bench_rc" = skipped ]; } && { [ "$cpu_rc" = 0 ] || [ "$cpu_rc" = skipped ]; }

@@ -94,6 +94,7 @@ class Plan:
         dtype: when given ("float32", "uint8", "uint16"), calls with another dtype raise.
         device: "auto" (CUDA when a device is present), "cpu", "cuda" or "cuda:N".
         cval: the outside value for boundary "constant".
+        threads: the CPU backend's threads (0: every core).
 
     A plan runs one call at a time (calls from several threads are serialised); on CUDA its
     workspace is shared, so do not run one plan on two streams at once: build one per stream.
@@ -101,13 +102,15 @@ class Plan:
 
     def __init__(self, shape: Sequence[int], kernel: Any, mode: str = "same", boundary: str = "reflect101",
                  correlate: bool = False, dtype: Optional[str] = None, device: Union[str, int] = "auto",
-                 cval: float = 0.0) -> None:
+                 cval: float = 0.0, threads: int = 0) -> None:
         where = "gpuconv.Plan"
         shape = tuple(int(s) for s in shape)
         if len(shape) < 2:
             raise ValueError(f"{where}: shape {shape} needs at least two axes (H, W)")
         if any(s < 1 for s in shape):
             raise ValueError(f"{where}: shape {shape} has an empty axis")
+        if int(threads) < 0:
+            raise ValueError(f"{where}: threads {threads} is < 0")
         _check_option(mode, MODES, "mode", where)
         _check_option(boundary, BOUNDARIES, "boundary", where)
         if dtype is not None:
@@ -127,7 +130,7 @@ class Plan:
             _use_device(index)
         planes = math.prod(shape[:-2])
         self._core = _gpuconv.Plan(shape[-2], shape[-1], planes, bank, mode, boundary, bool(correlate),
-                                   float(cval), kind)
+                                   float(cval), kind, 0, int(threads))
         self.shape: Tuple[int, ...] = shape
         self.kernel_shape: Tuple[int, ...] = k.shape
         self.mode, self.boundary, self.correlate, self.cval, self.dtype = mode, boundary, bool(correlate), cval, dtype
@@ -145,6 +148,11 @@ class Plan:
     def path(self) -> str:
         """The CUDA backend's path ("fused", "three_pass", "multipass"; "none" on the CPU)."""
         return self._core.path
+
+    @property
+    def method(self) -> str:
+        """The CPU backend's method ("direct", "separable", "fft"; "automatic" on CUDA)."""
+        return self._core.method
 
     def __repr__(self) -> str:
         return (f"gpuconv.Plan(shape={self.shape}, kernel={self.kernel_shape}, mode={self.mode!r}, "

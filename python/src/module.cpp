@@ -164,6 +164,7 @@ class plan {
 
   std::string selected_backend() const { return plan_.selected_backend() == backend::cuda ? "cuda" : "cpu"; }
   std::string path() const { return path_name(plan_.path()); }
+  std::string method() const { return conv::to_string(plan_.method()); }
   long long output_planes() const { return plan_.output_planes(); }
   long long output_height() const { return plan_.output_height(); }
   long long output_width() const { return plan_.output_width(); }
@@ -242,6 +243,7 @@ NB_MODULE(_gpuconv, m) {
            "(milliseconds of each of `iterations` execute_device calls by CUDA events on the stream, host milliseconds per call of the loop)")
       .def_prop_ro("backend", &plan::selected_backend)
       .def_prop_ro("path", &plan::path)
+      .def_prop_ro("method", &plan::method)
       .def_prop_ro("output_planes", &plan::output_planes)
       .def_prop_ro("output_height", &plan::output_height)
       .def_prop_ro("output_width", &plan::output_width)

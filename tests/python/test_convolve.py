@@ -126,6 +126,21 @@ def test_plan_reuse_and_out(rng):
     assert_close(plan(x8), reference(x8, k, "valid", "replicate"), "uint8")
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_plan_threads(rng, threads):
+    x = random_image(rng, (2, 300, 257), "float32")
+    for kshape in [(3, 3), (9, 1), (17, 17)]:  # direct, separable and FFT methods
+        k = random_kernel(rng, kshape)
+        plan = gpuconv.Plan(x.shape, k, boundary="reflect", device="cpu", threads=threads)
+        assert plan.method in ("direct", "separable", "fft")
+        assert_close(plan(x), reference(x, k, "same", "reflect"), "float32")
+
+
+def test_plan_threads_must_not_be_negative():
+    with pytest.raises(ValueError, match="threads -1"):
+        gpuconv.Plan((8, 8), np.ones((3, 3)), device="cpu", threads=-1)
+
+
 def test_plan_kernel_bank(rng):
     x = random_image(rng, (2, 24, 20), "float32")
     bank = np.stack([random_kernel(rng, (5, 5)) for _ in range(3)])
