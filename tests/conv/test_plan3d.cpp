@@ -199,20 +199,15 @@ TEST_CASE("plan3d rejects bad shapes and kernels with the offending value", "[co
 
 // ---- CUDA backend -------------------------------------------------------------------------
 
-#define GPUCONV_REQUIRE_GPU_3D()                                                 \
-  do {                                                                           \
-    if (!::gpuconv::cuda_device_available()) SKIP("no CUDA device present");    \
-  } while (0)
-
 TEST_CASE("plan3d CUDA matches the direct reference for every mode, operation and boundary", "[conv][3d][gpu]") {
-  GPUCONV_REQUIRE_GPU_3D();
+  if (!cuda_device_available()) SKIP("no CUDA device present");
   const options o = every_semantics();
   const shape3 s = GENERATE(shape3{9, 13, 18, 1, 3, 4, 5}, shape3{5, 6, 4, 2, 2, 3, 1});
   check_case(make_options(backend::cuda, o), s);
 }
 
 TEST_CASE("plan3d CUDA with several tiles per axis, batches and bands", "[conv][3d][gpu]") {
-  GPUCONV_REQUIRE_GPU_3D();
+  if (!cuda_device_available()) SKIP("no CUDA device present");
   options o;
   o.border = GENERATE(boundary::reflect101, boundary::zero, boundary::wrap, boundary::constant);
   o.mode = GENERATE(output_mode::same, output_mode::full, output_mode::valid);
@@ -224,7 +219,7 @@ TEST_CASE("plan3d CUDA with several tiles per axis, batches and bands", "[conv][
 }
 
 TEST_CASE("plan3d CUDA narrow voxels are the float result rounded and saturated", "[conv][3d][gpu]") {
-  GPUCONV_REQUIRE_GPU_3D();
+  if (!cuda_device_available()) SKIP("no CUDA device present");
   options o;
   o.border = boundary::constant;
   o.constant_value = 300.f;
@@ -236,7 +231,7 @@ TEST_CASE("plan3d CUDA narrow voxels are the float result rounded and saturated"
 }
 
 TEST_CASE("plan3d CUDA execute_device equals execute", "[conv][3d][gpu]") {
-  GPUCONV_REQUIRE_GPU_3D();
+  if (!cuda_device_available()) SKIP("no CUDA device present");
   const shape3 s{20, 33, 30, 2, 5, 5, 5};
   const auto vol = test::random_reals<float>(std::size_t(s.d * s.h * s.w * s.volumes), 11);
   const auto k = test::random_reals<float>(125, 12);
