@@ -41,7 +41,7 @@ __device__ GPUCONV_INLINE void copy_pixel(float* dst, const in_t* src) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if constexpr (std::is_same_v<in_t, float>) {
     const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(to), "l"(src));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(to), "l"(src) : "memory");
     return;
   }
 #endif
@@ -50,7 +50,7 @@ __device__ GPUCONV_INLINE void copy_pixel(float* dst, const in_t* src) {
 
 __device__ GPUCONV_INLINE void wait_copies() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_all;\n" ::);
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
 #endif
 }
 

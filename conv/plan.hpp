@@ -4,11 +4,14 @@
 // boundary and OpenCV filter2D on the flipped kernel with its default anchor; the default
 // boundary is reflect101 (OpenCV's default).
 //
-// Engine: overlap-save tiling (tiling.hpp) onto power-of-two tiles chosen by a cost model;
-// per tile a 2D R2C, a multiply by the kernel's spectrum (computed once, here), and a C2R.
-// Backends: CUDA (cuda_path in tiling.hpp: the fused tile kernel, the three-pass tile path
-// or the multi-pass pipeline) and CPU (the same fft_t through the host transforms,
-// multithreaded); automatic picks CUDA when a device is present.
+// Methods: overlap-save tiling (tiling.hpp) onto power-of-two tiles chosen by a cost model,
+// per tile a 2D R2C, a multiply by the kernel's spectrum (computed once, here), and a C2R; or,
+// without a transform, direct (kh * kw multiply-adds per output) and separable (rank-1
+// kernels: a row pass and a column pass). Backends: CUDA (cuda_path in tiling.hpp: direct,
+// separable, the fused tile kernel, the three-pass tile path or the multi-pass pipeline) and
+// CPU (cpu_method: direct, separable, or the same fft_t through the host transforms,
+// multithreaded); each backend's chooser is in method.hpp; automatic picks CUDA when a
+// device is present.
 // fp32 throughout; planes are float, row-major, plane after plane.
 #pragma once
 #include <cstddef>
@@ -35,11 +38,13 @@ inline constexpr bool is_pixel_type_v =
 struct plan_options {
   options semantics;                    // operation, output mode, boundary
   backend device = backend::automatic;  // automatic: CUDA when a device is present
-  cuda_path path = cuda_path::automatic;
+  cuda_path path = cuda_path::automatic;  // CUDA backend: one method forced (automatic: method.hpp's cost model);
+                                          // separable throws std::invalid_argument for a kernel that is not rank-1
   int tile = 0;                         // force a square tile side (0: the cost model)
   std::size_t memory_limit = 0;         // CUDA memory cap in bytes, workspace and staging (0: half the free memory)
-  bool autotune = false;                // CUDA, path automatic, no forced tile: time the candidate paths
-                                        // and tiles on this shape at plan time (a few ms) instead of the model
+  bool autotune = false;                // CUDA, path automatic, no forced tile: time the candidate methods
+                                        // (direct, separable, FFT paths and tiles) on this shape at plan
+                                        // time (a few ms) instead of the model
   int threads = 0;                      // CPU backend threads (0: all cores)
   int cuda_device = -1;                 // CUDA backend: the device ordinal the plan lives and runs on
                                         // (-1: the device current when the plan is built); the
@@ -82,7 +87,8 @@ class plan {
   }
 
   backend selected_backend() const;
-  cuda_path path() const;  // the CUDA backend's path (automatic on the CPU backend)
+  cuda_path path() const;  // the CUDA backend's method: direct, separable, fused, three_pass or
+                           // multipass (automatic on the CPU backend)
   cpu_method method() const;  // the CPU backend's method (automatic on the CUDA backend)
   long long output_planes() const;  // planes x kernel_count
   long long output_height() const;

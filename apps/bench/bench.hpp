@@ -16,6 +16,7 @@ struct options {
 
 int run_fft1d(const options& opt);
 int run_conv(const options& opt);
+int run_sweep(const options& opt);
 int run_host(const options& opt);
 int run_fft3d(const options& opt);
 int run_conv3d(const options& opt);

@@ -15,13 +15,18 @@ void usage() {
                "usage: gpuconv-bench fft1d [--points P] [--reps R] [--warmup W] [--sizes n1,n2,...] [--csv FILE]\n"
                "       gpuconv-bench conv [--reps R] [--warmup W] [--sizes k1,k2,...] [--tile T] [--csv FILE]\n"
                "       gpuconv-bench host [--reps R] [--warmup W] [--csv FILE]\n"
+               "       gpuconv-bench sweep [--reps R] [--warmup W] [--sizes k1,k2,...] [--csv FILE]\n"
                "       gpuconv-bench fft3d [--reps R] [--warmup W] [--sizes 128,256,512,1024] [--csv FILE]\n"
                "       gpuconv-bench conv3d [--reps R] [--warmup W] [--sizes 15,31,63,1024] [--tile T] [--csv FILE]\n"
                "  fft1d  batched 1D R2C/C2R, n = 4..4096, against cuFFT (P points per transform, default 2^28)\n"
-               "  conv   'same' convolution of 1x4096^2, 64x256^2, 1024x64^2 images, K = 3..127, against the\n"
-               "         cuFFT pipeline (pad, R2C, multiply, C2R, crop); --sizes selects kernel sizes, --tile\n"
+               "  conv   'same' convolution of 1x4096^2, 64x256^2, 1024x64^2 images, K = 3..127 (and 1000x28^2,\n"
+               "         256x100^2 for K <= 15), against the cuFFT pipeline (pad, R2C, multiply, C2R, crop), the\n"
+               "         plan's automatic method (direct, separable or an FFT path); --sizes selects kernel sizes, --tile\n"
                "         forces a square tile (the cost model still picks the path that holds it)\n"
                "  host   plan::execute on host buffers (pageable and page-locked) against the PCIe floor\n"
+               "  sweep  every CUDA method (direct, separable, fused, three-pass, multi-pass) and the automatic\n"
+               "         choice, K = 1..255 (--sizes selects), dense and rank-1 kernels, on 1x4096^2, 64x256^2,\n"
+               "         1024x64^2 and 3x3000x4000 (12 MP RGB planes): the crossover table\n"
                "  fft3d  3D R2C/C2R of 128^3, 256^3, 512^3 and 256x1024x1024 (1024) against cuFFT 3D\n"
                "  conv3d 'same' volume convolution of 128x512x512 with K^3 PSFs against a cuFFT 3D pipeline,\n"
                "         then 256x1024x1024 with 31^3 through host buffers in bands (1024 in --sizes, or no --sizes)\n");
@@ -65,6 +70,7 @@ int main(int argc, char** argv) {
     if (cmd == "fft1d") return run_fft1d(opt);
     if (cmd == "conv") return run_conv(opt);
     if (cmd == "host") return run_host(opt);
+    if (cmd == "sweep") return run_sweep(opt);
     if (cmd == "fft3d") return run_fft3d(opt);
     if (cmd == "conv3d") return run_conv3d(opt);
     usage();

@@ -55,6 +55,21 @@ inline double copy_bandwidth_gbs(std::size_t bytes, int reps, cudaStream_t strea
 // Uniform random floats in [-1, 1) from a counter hash (fresh seed per call site).
 void fill_random(float* p, std::size_t count, std::uint64_t seed, cudaStream_t stream);
 
+// Input/output sets of `pixels` floats (the inputs random), rotated between timed runs so that
+// small cases are not timed out of the 50 MB L2: at least 256 MB of them, at most 16 sets.
+struct rotating_sets {
+  std::vector<device_buffer<float>> in, out;
+  rotating_sets(long long pixels, std::uint64_t seed, cudaStream_t stream) {
+    const int sets = (int)std::clamp<long long>((256LL << 20) / (pixels * 8) + 1, 1, 16);
+    for (int i = 0; i < sets; ++i) {
+      in.emplace_back(pixels);
+      out.emplace_back(pixels);
+      fill_random(in.back().data(), pixels, seed + i, stream);
+    }
+  }
+  int size() const { return (int)in.size(); }
+};
+
 // Float32 FMA throughput of the device in TFLOP/s (2 flops per FMA), from independent
 // register-resident FMA chains on every SM: the arithmetic ceiling the floors use.
 double fma_peak_tflops(cudaStream_t stream);

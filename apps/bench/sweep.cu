@@ -1,0 +1,164 @@
+// gpuconv-bench sweep: the CUDA backend's crossover table. For kernel sizes K = 1..255 (odd
+// and even) and several image shapes, every method forced in turn (direct, separable, fused,
+// three-pass, multi-pass; '-' where it cannot hold the kernel) and the automatic choice (the
+// cost model, method.hpp), each timed as execute_device on fp32 'same' with the default
+// boundary; the choice's time over the best method's, flagged past 1.10 (the target: never
+// more than 10% slower). Two kernels per size: a dense random one (separable does not apply)
+// and a rank-1 one (outer product of two random vectors). Every method's output is compared
+// with the direct path's, or the first method's (relative L2), so that a wrong result cannot
+// hide behind a fast time.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "bench.hpp"
+#include "conv/method.hpp"
+#include "conv/plan.hpp"
+#include "timing.cuh"
+
+namespace gpuconv::bench {
+
+namespace {
+
+struct sweep_shape {
+  int planes, height, width;
+};
+
+constexpr conv::cuda_path methods[] = {conv::cuda_path::direct, conv::cuda_path::separable, conv::cuda_path::fused,
+                                       conv::cuda_path::three_pass, conv::cuda_path::multipass};
+constexpr int method_count = sizeof(methods) / sizeof(methods[0]);
+
+struct sweep_row {
+  sweep_shape shape;
+  int k;
+  bool rank1;
+  double ms[method_count];  // < 0: the method cannot hold the kernel
+  conv::cuda_path chosen;
+  double chosen_ms, best_ms, err;
+};
+
+std::vector<float> sweep_kernel(int k, bool rank1, std::uint64_t seed) {
+  auto value = [&](std::uint64_t i) { return float(((i + seed) * 2654435761u) % 1000) / 1000.f - 0.5f; };
+  std::vector<float> out(std::size_t(k) * k);
+  for (int i = 0; i < k; ++i)
+    for (int j = 0; j < k; ++j)
+      out[std::size_t(i) * k + j] = rank1 ? (value(i) + 0.6f) * (value(1000 + j) + 0.6f) : value(std::size_t(i) * k + j);
+  return out;
+}
+
+}  // namespace
+
+int run_sweep(const options& opt) {
+  cuda_stream stream;
+  cudaDeviceProp prop{};
+  GPUCONV_CUDA(cudaGetDeviceProperties(&prop, 0));
+  const char* gpu = prop.name;
+  const double copy_gbs = copy_bandwidth_gbs(std::size_t(1) << 30, opt.reps, stream);
+  std::printf("gpuconv-bench sweep on %s; fp32 'same', reflect101, execute_device, median of %d runs after %d warm-up;\n"
+              "measured copy bandwidth (read + write): %.0f GB/s (byte floor %.0f Gpix/s)\n\n",
+              gpu, opt.reps, opt.warmup, copy_gbs, copy_gbs / 8);
+  std::vector<int> sizes = opt.sizes;
+  if (sizes.empty())
+    sizes = {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 15, 16, 19, 23, 27, 31, 32, 41, 51, 63, 64, 81, 101, 127, 128, 161, 191, 255};
+  const std::vector<sweep_shape> shapes = {{1, 4096, 4096}, {64, 256, 256}, {1024, 64, 64}, {3, 3000, 4000}};
+  const std::uint64_t seed = (std::uint64_t)std::chrono::steady_clock::now().time_since_epoch().count();
+  std::vector<sweep_row> rows;
+  for (const sweep_shape& sh : shapes) {
+    const long long pixels = (long long)sh.planes * sh.height * sh.width;
+    rotating_sets io(pixels, seed, stream);
+    const auto& in = io.in;
+    auto& out = io.out;
+    const int sets = io.size();
+    device_buffer<float> first(pixels);
+    for (int k : sizes)
+      for (bool rank1 : {false, true}) {
+        const std::vector<float> kernel = sweep_kernel(k, rank1, seed);
+        sweep_row r{sh, k, rank1, {}, conv::cuda_path::automatic, 0, 0, 0};
+        bool have_first = false;
+        auto time_plan = [&](conv::plan& p) {
+          int i = 0;
+          return median_ms([&](cudaStream_t s) { ++i; p.execute_device(in[i % sets].data(), out[i % sets].data(), s); },
+                           opt.warmup, opt.reps, stream);
+        };
+        conv::plan_options po;
+        po.device = conv::backend::cuda;
+        for (int m = 0; m < method_count; ++m) {
+          r.ms[m] = -1;
+          po.path = methods[m];
+          try {
+            conv::plan p(sh.height, sh.width, sh.planes, kernel.data(), k, k, po);
+            p.execute_device(in[0].data(), out[0].data(), stream);
+            if (!have_first) {
+              GPUCONV_CUDA(cudaMemcpyAsync(first.data(), out[0].data(), pixels * 4, cudaMemcpyDeviceToDevice, stream));
+              have_first = true;
+            } else {
+              r.err = std::max(r.err, relative_l2(out[0].data(), first.data(), pixels, stream));
+            }
+            r.ms[m] = time_plan(p);
+          } catch (const std::invalid_argument&) {
+            // the method cannot hold this kernel (or the memory cap its workspace)
+          }
+        }
+        po.path = conv::cuda_path::automatic;
+        conv::plan chosen(sh.height, sh.width, sh.planes, kernel.data(), k, k, po);
+        r.chosen = chosen.path();
+        r.chosen_ms = time_plan(chosen);
+        r.best_ms = 1e30;
+        for (double t : r.ms)
+          if (t >= 0) r.best_ms = std::min(r.best_ms, t);
+        rows.push_back(r);
+        std::fprintf(stderr, "sweep %dx%dx%d K=%d %s done\n", sh.planes, sh.height, sh.width, k, rank1 ? "rank-1" : "dense");
+      }
+  }
+  std::printf("%-16s %4s %6s | %8s %8s %8s %8s %8s | %-10s %8s %7s %6s | %8s\n", "images", "K", "kernel", "direct",
+              "separ.", "fused", "3pass", "multi", "chosen", "ms", "Gpix/s", "ratio", "err");
+  int within = 0, worst_index = -1;
+  double worst = 0;
+  for (std::size_t n = 0; n < rows.size(); ++n) {
+    const sweep_row& r = rows[n];
+    char img[32];
+    std::snprintf(img, sizeof img, "%dx%dx%d", r.shape.planes, r.shape.height, r.shape.width);
+    std::printf("%-16s %4d %6s |", img, r.k, r.rank1 ? "rank-1" : "dense");
+    for (double t : r.ms) {
+      if (t < 0) std::printf(" %8s", "-");
+      else std::printf(" %8.3f", t);
+    }
+    const double ratio = r.chosen_ms / r.best_ms;
+    const double px = double(r.shape.planes) * r.shape.height * r.shape.width;
+    within += ratio <= 1.10;
+    if (ratio > worst) worst = ratio, worst_index = (int)n;
+    std::printf(" | %-10s %8.3f %7.1f %5.2f%s | %8.1e\n", conv::to_string(r.chosen), r.chosen_ms, px / (r.chosen_ms * 1e6),
+                ratio, ratio > 1.10 ? "!" : " ", r.err);
+  }
+  std::printf("\nratio: the chosen plan's time over the fastest method's ('!' past 1.10). Within 10%%: %d of %zu cases",
+              within, rows.size());
+  if (worst_index >= 0) {
+    const sweep_row& w = rows[worst_index];
+    std::printf("; worst %.2f (%dx%dx%d K=%d %s, chose %s)", worst, w.shape.planes, w.shape.height, w.shape.width, w.k,
+                w.rank1 ? "rank-1" : "dense", conv::to_string(w.chosen));
+  }
+  std::printf(".\nerr: the largest relative L2 difference between the methods' outputs.\n");
+  if (!opt.csv.empty()) {
+    std::ofstream f(opt.csv);
+    f << "gpu,planes,height,width,k,kernel,direct_ms,separable_ms,fused_ms,three_pass_ms,multipass_ms,chosen,chosen_ms,best_ms,err\n";
+    for (const auto& r : rows) {
+      f << '"' << gpu << "\"," << r.shape.planes << ',' << r.shape.height << ',' << r.shape.width << ',' << r.k
+        << ',' << (r.rank1 ? "rank1" : "dense");
+      for (double t : r.ms) f << ',' << t;
+      f << ',' << conv::to_string(r.chosen) << ',' << r.chosen_ms << ',' << r.best_ms << ',' << r.err << '\n';
+    }
+  }
+  for (const auto& r : rows)
+    if (!(r.err < 1e-4)) {
+      std::fprintf(stderr, "gpuconv-bench: sweep %dx%dx%d K=%d: the methods disagree (rel L2 %.2e)\n", r.shape.planes,
+                   r.shape.height, r.shape.width, r.k, r.err);
+      return 3;
+    }
+  return 0;
+}
+
+}  // namespace gpuconv::bench
