@@ -9,6 +9,7 @@
 // cuFFT on this run's data (rel L2).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -17,6 +18,7 @@
 #include <cufft.h>
 
 #include "bench.hpp"
+#include "fft/host/real_3d_host.hpp"
 #include "fft/plan/real_3d_plan.hpp"
 #include "timing.cuh"
 
@@ -42,6 +44,31 @@ struct row3_t {
   int d, h, w;
   double r2c_ms, r2c_cufft_ms, c2r_ms, c2r_cufft_ms, r2c_err, c2r_err;
 };
+
+// Both R2C results against the host transform in double (fft/host/real_3d_host.hpp): the
+// accuracy comparison the tests make, printed (one size: the host transform is single-threaded).
+void accuracy_vs_double(const device_buffer<float>& x, const device_buffer<cufftComplex>& ours,
+                        const device_buffer<cufftComplex>& theirs, int d, int h, int w, cudaStream_t stream) {
+  GPUCONV_CUDA(cudaStreamSynchronize(stream));
+  std::vector<float> xf(x.size());
+  std::vector<cufftComplex> a(ours.size()), b(theirs.size());
+  GPUCONV_CUDA(cudaMemcpy(xf.data(), x.data(), x.bytes(), cudaMemcpyDeviceToHost));
+  GPUCONV_CUDA(cudaMemcpy(a.data(), ours.data(), ours.bytes(), cudaMemcpyDeviceToHost));
+  GPUCONV_CUDA(cudaMemcpy(b.data(), theirs.data(), theirs.bytes(), cudaMemcpyDeviceToHost));
+  std::vector<double> xd(xf.begin(), xf.end());
+  std::vector<fft::complex_t<double>> ref(a.size());
+  fft::host::real_3d_plan<double>(d, h, w).forward(xd.data(), ref.data());
+  auto rel = [&](const std::vector<cufftComplex>& v) {
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const double dr = v[i].x - ref[i].re, di = v[i].y - ref[i].im;
+      num += dr * dr + di * di;
+      den += ref[i].re * ref[i].re + ref[i].im * ref[i].im;
+    }
+    return std::sqrt(num / den);
+  };
+  std::printf("%dx%dx%d R2C rel L2 against the transform in double: ours %.2e, cuFFT %.2e\n\n", d, h, w, rel(a), rel(b));
+}
 
 }  // namespace
 
@@ -75,6 +102,7 @@ int run_fft3d(const options& opt) {
       check_cufft(cufftExecR2C(r2c.h, x.data(), Xc.data()), "cufftExecR2C");
       r.r2c_err = relative_l2(reinterpret_cast<float*>(X.data()), reinterpret_cast<float*>(Xc.data()), complexes * 2,
                               stream);
+      if (n == 128) accuracy_vs_double(x, X, Xc, d, h, w, stream);
       r.r2c_ms = median_ms([&](cudaStream_t s) { plan.forward(x.data(), Xo, s); }, opt.warmup, opt.reps, stream);
       r.r2c_cufft_ms = median_ms([&](cudaStream_t) { check_cufft(cufftExecR2C(r2c.h, x.data(), Xc.data()), "R2C"); },
                                  opt.warmup, opt.reps, stream);
