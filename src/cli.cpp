@@ -39,11 +39,16 @@ conversion does not rescale (--depth 16 on an 8-bit image keeps 0..255 values).
 KERNEL: a text file (rows of numbers; spaces, tabs or commas; '#' comments), an image file
 (a PSF, read as gray and normalised to sum 1), or a named kernel (`gpuconv kernels`).
 
+Stacks: an INPUT that is a multi-page TIFF (one gray page per z slice) is convolved in 3D
+with a PSF stack (a multi-page TIFF, normalised to sum 1), gaussian3d:SX,SY,SZ, or any 2D
+kernel (applied to every slice); the OUTPUT is a multi-page TIFF.
+
 Examples:
   gpuconv photo.jpg gaussian:2 blurred.jpg
   gpuconv scan.png k.txt out.png --correlate --boundary replicate
   gpuconv in.tif sobel-x dx.tif --depth 32f
   gpuconv in.png psf.png out.png --mode full --boundary zero
+  gpuconv stack.tif psf.tif blurred.tif --boundary reflect
   gpuconv batch photos/ box:5 out/ --recursive --format png
   gpuconv kernels
 
@@ -290,6 +295,54 @@ cli_options parse_cli(const std::vector<std::string>& args) {
     return o;
   }
 
+  if (first == "deconvolve") {
+    CLI::App app("gpuconv deconvolve: Richardson-Lucy deconvolution of a stack (multi-page TIFF) with a PSF",
+                 "gpuconv deconvolve");
+    app.add_option("STACK", o.input, "observed stack: multi-page TIFF (8/16-bit or float; one page is a 2D image)")
+        ->required();
+    app.add_option("PSF", o.kernel, "PSF stack (multi-page TIFF), PSF image, text kernel or named kernel "
+                                    "(gaussian3d:SX,SY,SZ); normalised to sum 1")
+        ->required();
+    app.add_option("OUTPUT", o.output, "output stack (.tif)")->required();
+    app.add_option("-n,--iterations", o.deconvolve.iterations, "RL iterations (default 10)")->check(CLI::Range(1, 100000));
+    app.add_option("--tv", o.deconvolve.tv,
+                   "total-variation weight LAMBDA (RL-TV, Dey et al. 2006), 0 (default: none) to below 1/6; "
+                   "typical 0.001-0.01");
+    app.add_option("--epsilon", o.deconvolve.epsilon,
+                   "division guard: observed/blurred only where blurred > E * max(observed), else 0 (default 1e-6)");
+    raw.boundary = "reflect";
+    app.add_option("--boundary", raw.boundary,
+                   "voxels beyond the stack for the PSF's convolution: reflect (default), reflect101, replicate, zero, "
+                   "wrap, constant:V");
+    raw.depth = "32f";
+    app.add_option("--depth", raw.depth, "output depth: 32f (default), same, 8, 16 (rounded, saturated)")
+        ->check(CLI::IsMember({"same", "8", "16", "32f"}));
+    app.add_option("--device", raw.device, "auto (default: CUDA if present, else CPU), cuda, cpu")
+        ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+    app.add_flag("-q,--quiet", o.quiet, "no notices, no progress");
+    app.footer(R"(
+Richardson-Lucy: u <- u * ((y / (u (*) h)) (*corr) h), u_0 = max(y, 0), the PSF h normalised to
+sum 1 (negative PSF values are set to 0 first, with a notice); with --tv the update is divided
+by 1 - LAMBDA div(grad u / |grad u|). Non-negative throughout. Progress per iteration on stderr
+when it is a terminal.
+
+Examples:
+  gpuconv deconvolve cells.tif psf.tif restored.tif --iterations 50
+  gpuconv deconvolve cells.tif gaussian3d:1.5,1.5,3 restored.tif -n 30 --tv 0.002
+
+Exit codes: 0 ok, 1 processing failed, 2 usage error, 3 input problem, 4 output problem,
+130/143 interrupted (no output written).)");
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (!run_parser(app, rest, o)) return o;
+    if (!(o.deconvolve.tv >= 0 && o.deconvolve.tv < 1.0 / 6))
+      throw usage_error("--tv " + std::to_string(o.deconvolve.tv) + ": LAMBDA must be >= 0 and below 1/6");
+    if (!(o.deconvolve.epsilon > 0 && o.deconvolve.epsilon < 1))
+      throw usage_error("--epsilon " + std::to_string(o.deconvolve.epsilon) + ": E must be > 0 and < 1");
+    convert(raw, o);
+    o.cmd = command::deconvolve;
+    return o;
+  }
+
   if (first == "batch") {
     CLI::App app("gpuconv batch: convolve every image of a directory", "gpuconv batch");
     app.add_option("IN_DIR", o.input, "directory of input images")->required();
@@ -351,6 +404,7 @@ cli_options parse_cli(const std::vector<std::string>& args) {
   CLI::App app("gpuconv: FFT-based image convolution (CUDA or CPU)\n\n"
                "  gpuconv INPUT KERNEL OUTPUT [options]\n"
                "  gpuconv batch IN_DIR KERNEL OUT_DIR [options]   (gpuconv batch --help)\n"
+               "  gpuconv deconvolve STACK PSF OUTPUT [options]   (Richardson-Lucy; gpuconv deconvolve --help)\n"
                "  gpuconv kernels                                 (the named kernels)\n"
                "  gpuconv bench [options]                         (batch throughput benchmark)\n",
                "gpuconv");

@@ -1,6 +1,7 @@
 // The command line, parsed into a struct (tests call parse_cli directly):
 //   gpuconv INPUT KERNEL OUTPUT [options]
 //   gpuconv batch IN_DIR KERNEL OUT_DIR [options]
+//   gpuconv deconvolve STACK PSF OUTPUT [options]
 //   gpuconv kernels
 //   gpuconv bench [options]
 // The first argument picks the command; options are CLI11's. Bad options and values throw
@@ -14,7 +15,7 @@
 
 namespace gpuconv::app {
 
-enum class command { convolve, batch, kernels, bench, print };
+enum class command { convolve, batch, deconvolve, kernels, bench, print };
 enum class existing_policy { fail, skip, overwrite };
 
 struct batch_options {
@@ -70,6 +71,14 @@ struct bench_options {
   bool keep = false;                    // keep the generated images and outputs
 };
 
+// gpuconv deconvolve: Richardson-Lucy (conv/deconvolve.hpp); the boundary, device and depth
+// come from convolve_settings (defaults there: reflect, auto, 32f).
+struct deconvolve_cli {
+  int iterations = 10;
+  double tv = 0;          // --tv LAMBDA, 0 <= LAMBDA < 1/6
+  double epsilon = 1e-6;  // --epsilon E: the division guard relative to the stack's maximum
+};
+
 struct cli_options {
   command cmd = command::convolve;
   std::string input, kernel, output;    // INPUT KERNEL OUTPUT, or IN_DIR KERNEL OUT_DIR
@@ -79,6 +88,7 @@ struct cli_options {
   bool timing = false;                  // --timing: where a single image's time goes
   batch_options batch;
   bench_options bench;
+  deconvolve_cli deconvolve;
   std::string text;                     // command::print: help or version text
   bool version = false;                 // --version: the GPU codecs' line follows the text
   std::vector<std::string> args;        // the arguments as given (--devices relaunches them)

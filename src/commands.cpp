@@ -24,6 +24,7 @@
 #include "jpeg_header.hpp"
 #include "kernel_io.hpp"
 #include "named_kernels.hpp"
+#include "stack_io.hpp"
 #ifdef GPUCONV_HAVE_NVJPEG
 #include "jpeg_gpu.hpp"
 #endif
@@ -110,6 +111,7 @@ int run_convolve(const cli_options& o, std::ostream& err) {
   if (in == out || (fs::exists(out, ec) && fs::equivalent(in, out, ec)) ||
       fs::weakly_canonical(in, ec) == fs::weakly_canonical(out, ec))
     throw usage_error("output '" + o.output + "' is the input file; refusing to overwrite it");
+  if (is_stack_file(in)) return run_stack_convolve(o, err);  // a multi-page TIFF: 3D (volume_commands.cpp)
   kernel k = load_kernel(o);
   convolve_settings s = o.settings;
   // one image: the host side of the GPU's staging copies may take every core
@@ -301,6 +303,7 @@ int run_command(const cli_options& o, std::ostream& out, std::ostream& err) {
     case command::kernels: out << named_kernels_help(); return exit_ok;
     case command::convolve: return run_convolve(o, err);
     case command::batch: return run_batch_command(o, err);
+    case command::deconvolve: return run_deconvolve(o, err);
     case command::bench: return run_bench(o, out, err);
   }
   return exit_failure;

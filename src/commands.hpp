@@ -13,6 +13,9 @@ int run_command(const cli_options& o, std::ostream& out, std::ostream& err);
 int run_convolve(const cli_options& o, std::ostream& err);
 int run_batch_command(const cli_options& o, std::ostream& err);
 int run_bench(const cli_options& o, std::ostream& out, std::ostream& err);  // bench_batch.cpp
+// volume_commands.cpp: INPUT a multi-page TIFF (3D convolution), and gpuconv deconvolve
+int run_stack_convolve(const cli_options& o, std::ostream& err);
+int run_deconvolve(const cli_options& o, std::ostream& err);
 
 // The kernel of the KERNEL argument, normalised when --normalize was given.
 kernel load_kernel(const cli_options& o);

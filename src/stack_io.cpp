@@ -65,7 +65,7 @@ std::string messages(cerr_capture& cerr) {
 // quietly at a directory past the end (a cut file then reads as fewer pages) and OpenCV may
 // fill a missing strip; this says so instead. BigTIFF (version 43) is left to libtiff.
 struct tiff_layout {
-  int pages = 0;
+  int pages = 0;        // the directories the chain names, a damaged one included
   bool classic = false;
   std::string problem;  // empty: the chain and the data are whole
 };
@@ -106,7 +106,8 @@ tiff_layout walk_tiff(const fs::path& file) {
   std::uint64_t ifd = u(h + 4, 4);
   std::vector<std::uint64_t> seen;
   while (ifd != 0) {
-    const std::string where = "directory " + std::to_string(t.pages + 1) + " at byte " + std::to_string(ifd);
+    ++t.pages;  // named by the chain, whole or not
+    const std::string where = "directory " + std::to_string(t.pages) + " at byte " + std::to_string(ifd);
     if (std::find(seen.begin(), seen.end(), ifd) != seen.end() || seen.size() > 1000000) {
       t.problem = where + " repeats (a loop in the directory chain)";
       return t;
@@ -137,12 +138,11 @@ tiff_layout walk_tiff(const fs::path& file) {
     }
     for (std::size_t i = 0; i < offsets.size() && i < counts.size(); ++i)
       if (offsets[i] + counts[i] > size) {
-        t.problem = "page " + std::to_string(t.pages + 1) + ": its data (bytes " + std::to_string(offsets[i]) + " to " +
+        t.problem = "page " + std::to_string(t.pages) + ": its data (bytes " + std::to_string(offsets[i]) + " to " +
                     std::to_string(offsets[i] + counts[i]) + ") runs past the end of the file (" +
                     std::to_string(size) + " bytes)";
         return t;
       }
-    ++t.pages;
     ifd = u(d.data() + entries * 12, 4);
   }
   return t;

@@ -33,8 +33,9 @@ struct volume {
 // True when `file` starts with a TIFF signature (II*\0 or MM\0*), whatever its extension.
 bool is_tiff_file(const std::filesystem::path& file);
 
-// The number of pages of a TIFF file (libtiff's directory count); 0 when it is not a TIFF
-// or its directories cannot be read.
+// The number of pages of a TIFF file: the directories its chain names (a directory cut off
+// by the end of the file counts, so that a damaged stack is read, and reported, as a stack);
+// BigTIFF: libtiff's count. 0 when it is not a TIFF.
 int tiff_page_count(const std::filesystem::path& file);
 
 // A TIFF with two or more pages: the CLI's 3D path.
