@@ -256,7 +256,7 @@ class cuda_backend final : public plan::impl {
     }
   }
 
-  // plan_options::autotune: times direct (when its shared tile holds the kernel), separable
+  // plan_options::autotune: times direct (up to max_direct_taps), separable
   // (when the kernel is rank-1), every fused and three-pass tile that holds the kernel and the
   // model's multi-pass tiling on this problem's shape (one warm-up, the best of three runs on
   // a scratch image) and keeps the fastest. Skipped, keeping the model's choice, when the
@@ -274,7 +274,7 @@ class cuda_backend final : public plan::impl {
         // the method cannot hold this kernel
       }
     };
-    add(cuda_path::direct, 0);
+    if ((long long)prob.kh * prob.kw <= max_direct_taps) add(cuda_path::direct, 0);  // (accuracy: method.hpp)
     add(cuda_path::separable, 0);
     const int side = std::max(prob.kh, prob.kw);
     for (int t = 32; t <= 128; t *= 2)

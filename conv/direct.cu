@@ -31,7 +31,7 @@ struct fixed_taps {
   float v[n];
 };
 
-enum class walk { unrolled, column, generic };
+enum class walk { unrolled, column, row, generic };
 
 // One shared element from global memory: float pixels by cp.async (sm_80 and later: the copy
 // goes to shared memory without a register, so a thread has all its loads in flight at once;
@@ -56,12 +56,13 @@ __device__ GPUCONV_INLINE void wait_copies() {
 
 // Shared rows [0, rows) of the tile: extended input rows from y_first, columns from x_first;
 // columns [cols, stride) are zero (the generic walk multiplies them by its zero pad taps: an
-// Inf there would make NaN). Threads in groups of up to 32 along a row (coalesced loads), four
-// rows a group at a time so that narrow pixels have four loads in flight per thread.
+// Inf there would make NaN). Threads in groups of up to 32 along a row (coalesced loads), a
+// batch of rows a group at a time so that narrow pixels (converted through registers) have
+// eight loads in flight per thread; float pixels go by cp.async, all in flight anyway.
 template <typename in_t>
 __device__ GPUCONV_INLINE void load_tile(const in_t* __restrict__ plane, const window_map& m, long long y_first,
                                          long long x_first, int rows, int cols, int stride, float* sm) {
-  constexpr int batch = 4;
+  constexpr int batch = std::is_same_v<in_t, float> ? 4 : 8;
   const int threads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
   const int per_row = threads < 32 ? threads : 32, groups = threads / per_row;
   const int g = tid / per_row, l = tid - g * per_row;
@@ -158,8 +159,11 @@ __global__ void __launch_bounds__(window_policy::max_threads, 1)
         }
       }
     }
-  } else if constexpr (W == walk::column) {  // kw = 1: taps at sm_taps[4 i]
-    for (int s = 0; s < R + kh - 1; ++s) {
+  } else if constexpr (W == walk::column) {  // kw = 1: tap i at sm_taps[4 i]
+    // Shared row s serves output row a with tap i = a + kh - 1 - s. Rows R - 1 <= s <= kh - 1
+    // serve all R output rows: there consecutive rows' taps shift by one, t[a] = k(a + kh - 1 - s),
+    // kept in registers with one new tap a row (no checks, one shared read of taps).
+    auto checked_row = [&](int s) {
       const float4 f = *reinterpret_cast<const float4*>(base + s * stride);
 #pragma unroll
       for (int a = 0; a < R; ++a) {
@@ -171,6 +175,48 @@ __global__ void __launch_bounds__(window_policy::max_threads, 1)
           acc[a][2] = fmaf(tap, f.z, acc[a][2]);
           acc[a][3] = fmaf(tap, f.w, acc[a][3]);
         }
+      }
+    };
+    const bool middle = kh >= R;
+    int s = 0;
+    for (; s < (middle ? R - 1 : R + kh - 1); ++s) checked_row(s);
+    if (middle) {
+      float t[R];
+#pragma unroll
+      for (int a = 0; a < R; ++a) t[a] = sm_taps[4 * (a + kh - R)];
+#pragma unroll 8
+      for (; s <= kh - 1; ++s) {
+        const float4 f = *reinterpret_cast<const float4*>(base + s * stride);
+#pragma unroll
+        for (int a = 0; a < R; ++a) {
+          acc[a][0] = fmaf(t[a], f.x, acc[a][0]);
+          acc[a][1] = fmaf(t[a], f.y, acc[a][1]);
+          acc[a][2] = fmaf(t[a], f.z, acc[a][2]);
+          acc[a][3] = fmaf(t[a], f.w, acc[a][3]);
+        }
+#pragma unroll
+        for (int a = R - 1; a > 0; --a) t[a] = t[a - 1];
+        t[0] = sm_taps[4 * max(kh - 2 - s, 0)];  // row s + 1's tap for output row 0 (unused past the last)
+      }
+      for (; s < R + kh - 1; ++s) checked_row(s);
+    }
+  } else if constexpr (W == walk::row) {  // kh = 1: tap u at sm_taps[u] = k(0, kw-1-u); shared row a serves output row a
+    const int kw4 = round4(kw);
+    float4 lo[R];
+#pragma unroll
+    for (int a = 0; a < R; ++a) lo[a] = *reinterpret_cast<const float4*>(base + a * stride);
+    for (int u0 = 0; u0 < kw4; u0 += 4) {
+      const float4 t4 = *reinterpret_cast<const float4*>(sm_taps + u0);
+      const float tap[4] = {t4.x, t4.y, t4.z, t4.w};
+#pragma unroll
+      for (int a = 0; a < R; ++a) {
+        const float4 hi = *reinterpret_cast<const float4*>(base + a * stride + u0 + 4);
+        const float v[8] = {lo[a].x, lo[a].y, lo[a].z, lo[a].w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+#pragma unroll
+          for (int c = 0; c < C; ++c) acc[a][c] = fmaf(tap[u], v[c + u], acc[a][c]);
+        lo[a] = hi;
       }
     }
   } else {  // generic: taps row i at sm_taps[i kw4 + u] = k(i, kw-1-u), zero for u >= kw
@@ -313,6 +359,8 @@ void direct_tiles::run(const in_t* in, out_t* out, const window_map& m, int kern
     });
   } else if (kw_ == 1) {
     launch(&window_kernel<walk::column, 1, in_t, out_t>, fixed_taps<1>{});
+  } else if (kh_ == 1) {
+    launch(&window_kernel<walk::row, 1, in_t, out_t>, fixed_taps<1>{});
   } else {
     launch(&window_kernel<walk::generic, 1, in_t, out_t>, fixed_taps<1>{});
   }

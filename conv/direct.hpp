@@ -6,12 +6,15 @@
 // in registers. The separable path (separable.hpp) runs the same kernels as a 1 x kw row pass
 // and a kh x 1 column pass.
 //
-// Kernels (direct.cu), one template, three ways to walk the taps:
+// Kernels (direct.cu), one template, four ways to walk the taps:
 // - unrolled: square odd kernels 3..11, the taps passed by value in the launch parameters
 //   (constant bank: operands of the FMAs, no loads), every loop unrolled;
-// - column: kw = 1, any kh (the separable column pass), taps in shared memory;
+// - column: kw = 1, any kh (the separable column pass), taps in shared memory, held in
+//   registers and shifted one a row where a shared row serves all of a thread's outputs;
+// - row: kh = 1, any kw (the separable row pass), a float4 register window per output row
+//   slid 4 columns at a time, 4 taps read per step for all rows;
 // - generic: any kh x kw, taps in shared memory reversed along x and padded to a multiple
-//   of 4, a register window slid 4 columns at a time.
+//   of 4, two float4 reads of a shared row per 4 taps.
 // The host-side geometry (window_shape_for) is a plain function, unit-tested on the CPU.
 #pragma once
 #include <cstdint>

@@ -66,11 +66,10 @@ tiling choose_cpu_tiling(long long out_h, long long out_w, int kh, int kw, int f
 
 namespace {
 
-// Direct sums of more than max_direct_taps products in float lose more to rounding than the FFT's
-// log-depth error (a 20 x 30 'valid' correlation to one pixel: 1.05e-6 rel against SciPy in double,
-// the Python package's bound is 1e-6); the cost models pick direct beyond it only when forced (or,
-// on the CPU, for tiny outputs, where the FFT's padding is costly but the time is small anyway).
-constexpr long long max_direct_taps = 128;
+// max_direct_taps (method.hpp): direct sums of more products in float lose more to rounding than
+// the FFT's log-depth error (a 20 x 30 'valid' correlation to one pixel: 1.05e-6 rel against SciPy
+// in double, the Python package's bound is 1e-6); the cost models pick direct beyond it only when
+// forced (or, on the CPU, for tiny outputs, where the FFT's padding is costly but the time is small).
 
 // The bank's rank-1 factors (every kernel's, one after another), or none.
 rank1_factors bank_factors(const std::vector<float>& kernels, int count, int kh, int kw) {
@@ -115,13 +114,16 @@ cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int k
 
 double cuda_direct_ps_per_pixel(int kh, int kw) {
   const double kw4 = (kw + 3) / 4 * 4;
-  const double taps = direct_unrolled(kh, kw) ? double(kh) * kw : kw == 1 ? 1.3 * kh : 1.4 * kh * kw4;
+  const double taps = direct_unrolled(kh, kw) ? double(kh) * kw
+                      : kw == 1               ? 1.15 * kh
+                      : kh == 1               ? 1.1 * kw4
+                                              : 1.4 * kh * kw4;
   return 3.2 + 0.045 * taps;
 }
 
 double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h) {
   const double kw4 = (kw + 3) / 4 * 4, extra_rows = double(out_h + kh - 1) / double(out_h);
-  return 6.4 + 0.045 * (1.2 * kw4 * extra_rows + 1.3 * kh);
+  return 6.4 + 0.045 * (1.1 * kw4 * extra_rows + 1.15 * kh);
 }
 
 tiling direct_tiling(long long out_h, long long out_w, int kh, int kw) {

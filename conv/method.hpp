@@ -78,14 +78,18 @@ cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int k
 // separable are estimates from the kernels' instruction counts until gpuconv-bench sweep has
 // measured them (docs/notes-conv.md):
 //   direct     3.2 + 0.045 * taps, taps = kh * kw on the unrolled walk (square odd 3..11),
-//              1.3 kh on the column walk (kw = 1), 1.4 kh * round_up(kw, 4) on the generic one;
+//              1.15 kh on the column walk (kw = 1), 1.1 round_up(kw, 4) on the row walk
+//              (kh = 1), 1.4 kh * round_up(kw, 4) on the generic one;
 //              3.2 ps is the byte floor (8 B at ~2970 GB/s) at 85%, 0.045 ps a multiply-add at
 //              ~75% of the FMA rate;
-//   separable  6.4 + 0.045 * (1.2 round_up(kw, 4) (out_h + kh - 1) / out_h + 1.3 kh): two
+//   separable  6.4 + 0.045 * (1.1 round_up(kw, 4) (out_h + kh - 1) / out_h + 1.15 kh): two
 //              passes through a float intermediate (16 B a pixel);
 // both times the shape's waste (the blocks' output tiles over the output: small images leave
 // threads idle). Direct is not chosen beyond max_direct_taps (float sums, as on the CPU).
 double cuda_direct_ps_per_pixel(int kh, int kw);
+// Direct sums of more than this many float products lose more to rounding than the FFT's
+// log-depth error (method.cpp); neither chooser nor autotune picks direct beyond it unless forced.
+inline constexpr long long max_direct_taps = 128;
 double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h);
 
 // The tiles a direct (or separable) plan's blocks cover: valid_h x valid_w outputs per block,
