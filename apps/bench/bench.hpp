@@ -12,6 +12,8 @@ struct options {
   std::vector<int> sizes;  // empty: all
   std::string csv;
   int tile = 0;  // conv: force this square tile (plan_options::tile; 0: the cost model)
+  int iterations = 50;  // deconvolve: Richardson-Lucy iterations per run
+  std::string dump;     // deconvolve: a directory for the data and our result (scripts/rl_cupy.py)
 };
 
 int run_fft1d(const options& opt);
@@ -20,5 +22,6 @@ int run_sweep(const options& opt);
 int run_host(const options& opt);
 int run_fft3d(const options& opt);
 int run_conv3d(const options& opt);
+int run_deconvolve(const options& opt);
 
 }  // namespace gpuconv::bench

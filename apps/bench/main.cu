@@ -18,6 +18,7 @@ void usage() {
                "       gpuconv-bench sweep [--reps R] [--warmup W] [--sizes k1,k2,...] [--csv FILE]\n"
                "       gpuconv-bench fft3d [--reps R] [--warmup W] [--sizes 128,256,512,1024] [--csv FILE]\n"
                "       gpuconv-bench conv3d [--reps R] [--warmup W] [--sizes 15,31,63,1024] [--tile T] [--csv FILE]\n"
+               "       gpuconv-bench deconvolve [--iterations N] [--reps R] [--warmup W] [--csv FILE] [--dump DIR]\n"
                "  fft1d  batched 1D R2C/C2R, n = 4..4096, against cuFFT (P points per transform, default 2^28)\n"
                "  conv   'same' convolution of 1x4096^2, 64x256^2, 1024x64^2 images, K = 3..127 (and 1000x28^2,\n"
                "         256x100^2 for K <= 15), against the cuFFT pipeline (pad, R2C, multiply, C2R, crop), the\n"
@@ -29,7 +30,9 @@ void usage() {
                "         1024x64^2 and 3x3000x4000 (12 MP RGB planes): the crossover table\n"
                "  fft3d  3D R2C/C2R of 128^3, 256^3, 512^3 and 256x1024x1024 (1024) against cuFFT 3D\n"
                "  conv3d 'same' volume convolution of 128x512x512 with K^3 PSFs against a cuFFT 3D pipeline,\n"
-               "         then 256x1024x1024 with 31^3 through host buffers in bands (1024 in --sizes, or no --sizes)\n");
+               "         then 256x1024x1024 with 31^3 through host buffers in bands (1024 in --sizes, or no --sizes)\n"
+               "  deconvolve  Richardson-Lucy on 128x512x512 with a 31^3 PSF, N (50) iterations per run (at most 5\n"
+               "         runs); --dump DIR writes the data and our result for scripts/rl_cupy.py (the CuPy peer)\n");
 }
 
 }  // namespace
@@ -54,6 +57,8 @@ int main(int argc, char** argv) {
       else if (a == "--warmup") opt.warmup = std::stoi(value());
       else if (a == "--csv") opt.csv = value();
       else if (a == "--tile") opt.tile = std::stoi(value());
+      else if (a == "--iterations") opt.iterations = std::stoi(value());
+      else if (a == "--dump") opt.dump = value();
       else if (a == "--sizes") {
         std::stringstream ss(value());
         for (std::string s; std::getline(ss, s, ',');) opt.sizes.push_back(std::stoi(s));
@@ -63,6 +68,7 @@ int main(int argc, char** argv) {
       throw std::invalid_argument("--points must be a power of two >= 4096");
     if (opt.reps < 1 || opt.warmup < 0) throw std::invalid_argument("--reps must be >= 1 and --warmup >= 0");
     if (opt.tile < 0) throw std::invalid_argument("--tile must be >= 0");
+    if (opt.iterations < 1) throw std::invalid_argument("--iterations must be >= 1");
     if (!gpuconv::cuda_device_available()) {
       std::fprintf(stderr, "gpuconv-bench: no CUDA device present\n");
       return 1;
@@ -73,6 +79,7 @@ int main(int argc, char** argv) {
     if (cmd == "sweep") return run_sweep(opt);
     if (cmd == "fft3d") return run_fft3d(opt);
     if (cmd == "conv3d") return run_conv3d(opt);
+    if (cmd == "deconvolve") return run_deconvolve(opt);
     usage();
     return 2;
   } catch (const std::exception& e) {
