@@ -2,7 +2,7 @@
 # GPU check: configure, build, run every test (the [gpu] ones included) and the benchmarks on
 # a machine with a CUDA GPU (OpenCV optional), then print a short summary last.
 # Logs go to $OUT (the device tool's output folder) or ./gpu-check-logs.
-#   scripts/gpu-check.sh [--no-bench] [--bench-only] [--benches fft1d,conv(,fft3d,conv3d)] [--tests FILTER] [--sanitize]
+#   scripts/gpu-check.sh [--no-bench] [--bench-only] [--benches fft1d,conv(,fft3d,conv3d,sweep)] [--tests FILTER] [--sanitize]
 #                        [--sanitize-tools memcheck,racecheck,synccheck] [--sanitize-cap SECONDS]
 #                        [--sanitize-filter CATCH2_SPEC]
 #                        [--sizes n1,n2] [--reps R]
@@ -78,8 +78,9 @@ if [ "$run_bench" = 1 ]; then
   if [[ ,$benches, == *,conv,* ]]; then
     "$build/apps/gpuconv-bench" conv --reps 10 --csv "$out/conv.csv" > "$out/bench-conv.txt" 2> "$out/bench-conv.err" || bench_rc=$?
   fi
-  # volumes (issue 15), opt-in: --benches fft1d,conv,fft3d,conv3d
-  for b in fft3d conv3d; do
+  # volumes (issue 15) and the CUDA methods' crossover table (issue 13), opt-in:
+  # --benches fft1d,conv,fft3d,conv3d,sweep
+  for b in fft3d conv3d sweep; do
     if [[ ,$benches, == *,$b,* ]]; then
       "$build/apps/gpuconv-bench" "$b" --reps 10 --csv "$out/$b.csv" > "$out/bench-$b.txt" 2> "$out/bench-$b.err" || bench_rc=$?
     fi
@@ -104,7 +105,7 @@ if [ "$run_bench" = 1 ]; then
   cat "$out/bench-fft1d.txt" 2>/dev/null
   echo
   cat "$out/bench-conv.txt" 2>/dev/null
-  for b in fft3d conv3d; do [ -f "$out/bench-$b.txt" ] && { echo; cat "$out/bench-$b.txt"; }; done
+  for b in fft3d conv3d sweep; do [ -f "$out/bench-$b.txt" ] && { echo; cat "$out/bench-$b.txt"; }; done
   [ "$bench_rc" = 0 ] || { echo "bench rc=$bench_rc"; tail -5 "$out/bench-fft1d.err" "$out/bench-conv.err"; }
 fi
 for v in "${variants[@]}"; do
