@@ -152,8 +152,17 @@ richardson_lucy& richardson_lucy::operator=(richardson_lucy&&) noexcept = defaul
 backend richardson_lucy::selected_backend() const { return impl_->blur.selected_backend(); }
 const deconvolve_options& richardson_lucy::options() const { return impl_->options; }
 
-int richardson_lucy::run(const float* observed, float* estimate, const deconvolve_progress& progress) {
+namespace {
+
+void check_volumes(const float* observed, const float* estimate, long long voxels) {
   if (observed == nullptr || estimate == nullptr) fail("a null volume pointer");
+  if (observed < estimate + voxels && estimate < observed + voxels) fail("observed and estimate overlap");
+}
+
+}  // namespace
+
+int richardson_lucy::run(const float* observed, float* estimate, const deconvolve_progress& progress) {
+  check_volumes(observed, estimate, impl_->voxels());
   auto& m = *impl_;
   if (m.blur.selected_backend() != backend::cuda) return m.run_host(observed, estimate, progress);
   const std::size_t bytes = std::size_t(m.voxels()) * sizeof(float);
@@ -169,7 +178,7 @@ int richardson_lucy::run(const float* observed, float* estimate, const deconvolv
 
 int richardson_lucy::run_device(const float* observed, float* estimate, cudaStream_t stream,
                                 const deconvolve_progress& progress) {
-  if (observed == nullptr || estimate == nullptr) fail("a null volume pointer");
+  check_volumes(observed, estimate, impl_->voxels());
   if (impl_->blur.selected_backend() != backend::cuda) fail("run_device needs the CUDA backend");
   return impl_->run_cuda(observed, estimate, stream, progress);
 }

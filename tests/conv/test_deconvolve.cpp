@@ -235,6 +235,7 @@ TEST_CASE("richardson_lucy: bad options and PSFs are refused; a stop request end
   richardson_lucy(4, 5, 6, scaled.data(), 3, 3, 3, o).run(y.data(), b.data());
   for (std::size_t i = 0; i < a.size(); ++i) CHECK(std::abs(a[i] - b[i]) <= 1e-5f * std::abs(a[i]));
   CHECK(richardson_lucy(4, 5, 6, psf.data(), 3, 3, 3, o).run(y.data(), b.data(), [](int done, int) { return done < 2; }) == 2);
+  CHECK_THROWS_AS(richardson_lucy(4, 5, 6, psf.data(), 3, 3, 3, o).run(y.data(), y.data()), std::invalid_argument);
 
   // an all-zero (or negative) observation gives zeros, not NaN
   std::vector<float> zero(y.size(), -1.f);
