@@ -55,15 +55,18 @@ __global__ void __launch_bounds__(elementwise_policy::block_threads)
     u_next[i] = rl::next(u[i], c[i], 1.f);
 }
 
-// One thread per voxel along x; the neighbours' reads of the TV term come through L1/L2.
+// Threads along x, blocks over (x, rows of z * height + y), rows grid-strided (gridDim.y is at
+// most 65535): no 64-bit division per voxel. The neighbours' reads of the TV term come
+// through L1/L2.
 __global__ void __launch_bounds__(elementwise_policy::block_threads)
     update_tv_kernel(const float* __restrict__ u, const float* __restrict__ c, float* __restrict__ u_next, rl::grid g,
                      float lambda, const float* max_y, float epsilon) {
   const float eps = epsilon * *max_y;
   const float eps2 = fmaxf(eps * eps, FLT_MIN);
-  const long long n = g.depth * g.height * g.width;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-    const long long x = i % g.width, zy = i / g.width, y = zy % g.height, z = zy / g.height;
+  const long long x = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (x >= g.width) return;
+  for (long long row = blockIdx.y; row < g.depth * g.height; row += gridDim.y) {
+    const long long z = row / g.height, y = row - z * g.height, i = row * g.width + x;
     u_next[i] = rl::next(u[i], c[i], rl::tv_denominator(u, g, z, y, x, lambda, eps2));
   }
 }
@@ -93,8 +96,11 @@ void update(const float* u, const float* c, float* u_next, long long depth, long
             float lambda, const float* max_y, float epsilon, cudaStream_t s) {
   const long long n = depth * height * width;
   if (lambda > 0) {
-    update_tv_kernel<<<blocks_for(n), elementwise_policy::block_threads, 0, s>>>(u, c, u_next, rl::grid{depth, height, width},
-                                                                               lambda, max_y, epsilon);
+    const long long rows = depth * height;
+    const dim3 grid(unsigned((width + elementwise_policy::block_threads - 1) / elementwise_policy::block_threads),
+                    unsigned(rows < 65535 ? rows : 65535));
+    update_tv_kernel<<<grid, elementwise_policy::block_threads, 0, s>>>(u, c, u_next, rl::grid{depth, height, width},
+                                                                      lambda, max_y, epsilon);
     check_launch("update_tv_kernel");
   } else {
     update_kernel<<<blocks_for(n), elementwise_policy::block_threads, 0, s>>>(u, c, u_next, n);
