@@ -126,6 +126,17 @@ double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h) {
   return 6.4 + 0.045 * (1.1 * kw4 * extra_rows + 1.15 * kh);
 }
 
+double cuda_box_ps_per_pixel(int kh, long long out_h) { return 7.5 * double(out_h + kh - 1) / double(out_h); }
+
+bool box_factors(const rank1_factors& f, int count, int kh, int kw) {
+  if (!f.found() || !separable_tiles::is_box_size(kh, kw)) return false;
+  auto constant = [](const float* v, int n) { return std::all_of(v, v + n, [&](float x) { return x == v[0]; }); };
+  for (int k = 0; k < count; ++k)
+    if (!constant(f.column.data() + std::size_t(k) * kh, kh) || !constant(f.row.data() + std::size_t(k) * kw, kw))
+      return false;
+  return true;
+}
+
 tiling direct_tiling(long long out_h, long long out_w, int kh, int kw) {
   const window_shape s = window_shape_for(out_h, out_w, kh, kw);
   return {s.tile_h + kh - 1, s.tile_w + kw - 1, s.tile_h, s.tile_w, s.tiles_y, s.tiles_x};
@@ -167,7 +178,9 @@ cuda_choice choose_cuda_method(const std::vector<float>& kernels, int count, int
                                     std::to_string(kw) + " kernel's passes in its shared tile");
     }
     if (f.found() && separable_tiles::supports(kh, kw)) {
-      const double cost = cuda_separable_ps_per_pixel(kh, kw, out_h) * std::max(waste(1, kw), waste(kh, 1)) * outputs;
+      const double per_pixel = box_factors(f, count, kh, kw) ? cuda_box_ps_per_pixel(kh, out_h)
+                                                             : cuda_separable_ps_per_pixel(kh, kw, out_h);
+      const double cost = per_pixel * std::max(waste(1, kw), waste(kh, 1)) * outputs;
       if (forced == cuda_path::separable || cost < best.cost_ps)
         best = {cuda_path::separable, direct_tiling(out_h, out_w, kh, 1), std::move(f), cost};  // the column pass's blocks
     }

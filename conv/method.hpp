@@ -91,6 +91,11 @@ double cuda_direct_ps_per_pixel(int kh, int kw);
 // log-depth error (method.cpp); neither chooser nor autotune picks direct beyond it unless forced.
 inline constexpr long long max_direct_taps = 128;
 double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h);
+// box kernels (every factor of the column equal, and of the row: separable_tiles::is_box_size)
+// run as running sums: the 16 B a pixel of the two passes, ~7.5 ps, whatever K.
+double cuda_box_ps_per_pixel(int kh, long long out_h);
+// Every kernel of the bank a box (constant column and row factors)?
+bool box_factors(const rank1_factors& f, int count, int kh, int kw);
 
 // The tiles a direct (or separable) plan's blocks cover: valid_h x valid_w outputs per block,
 // tile_h x tile_w the extended input they read (not powers of two).

@@ -47,7 +47,11 @@ struct forced_method {
   cuda_path cuda = cuda_path::automatic;
   bool rank1 = false;  // the method needs rank-1 kernels
   double tolerance = 1e-5;
-  std::string name() const { return device == backend::cpu ? std::string("cpu ") + to_string(cpu) : std::string("cuda ") + to_string(cuda); }
+  bool box = false;    // box kernels (every value of a kernel equal; kernel q of a bank (q + 1) / (kh kw))
+  std::string name() const {
+    return (device == backend::cpu ? std::string("cpu ") + to_string(cpu) : std::string("cuda ") + to_string(cuda)) +
+           (box ? " (box kernels)" : "");
+  }
 };
 
 inline forced_method cpu_forced(cpu_method m) {
@@ -74,7 +78,9 @@ void check_method(const forced_method& method, long long h, long long w, int pla
     img_f[i] = float(img[i]);
     img_abs[i] = std::abs(img_f[i]);
   }
-  const auto ks = make_kernels(count, kh, kw, method.rank1, seed + 5);
+  std::vector<float> ks = make_kernels(count, kh, kw, method.rank1, seed + 5);
+  if (method.box)
+    for (std::size_t i = 0; i < ks.size(); ++i) ks[i] = float(i / (std::size_t(kh) * kw) + 1) / float(kh * kw);
   plan_options po;
   po.semantics = o;
   if (narrow) po.semantics.constant_value = float(hi * 0.3) + 0.4f;  // rounded to the type, as OpenCV does

@@ -45,6 +45,58 @@ TEST_CASE("GPU separable method matches the reference: modes x operations x boun
   sweep_cuda(cuda_path::separable);
 }
 
+TEST_CASE("GPU separable method on box kernels (running sums) matches the reference", "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  test::forced_method box = cuda_forced(cuda_path::separable);
+  box.box = true;
+  const auto k = GENERATE(std::array<int, 2>{1, 1}, std::array<int, 2>{3, 7}, std::array<int, 2>{5, 5},
+                          std::array<int, 2>{31, 31});
+  const auto img = GENERATE(std::array<int, 2>{1, 1}, std::array<int, 2>{9, 13}, std::array<int, 2>{70, 150},
+                            std::array<int, 2>{300, 290});  // several blocks of rows and columns, runs down a column
+  test::sweep_method(box, k, img);
+}
+
+TEST_CASE("GPU separable box kernels: box:255, banks, batches, narrow pixels", "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  test::forced_method box = cuda_forced(cuda_path::separable);
+  box.box = true;
+  options o;
+  o.border = boundary::wrap;
+  check_method<float>(box, 300, 280, 1, 1, 255, 255, o);          // box:255 on an image smaller than it
+  check_method<float>(box, 600, 700, 1, 1, 255, 255, o);
+  check_method<std::uint8_t>(box, 520, 300, 2, 1, 255, 255, o);    // two runs down each column
+  o.border = boundary::reflect101;
+  check_method<float>(box, 64, 64, 30, 3, 9, 9, o);                // a batch, a bank of three boxes
+  check_method<std::uint16_t>(box, 100, 130, 2, 2, 21, 1, o);      // a column of taps, a row of taps
+  check_method<std::uint16_t>(box, 100, 130, 2, 2, 1, 21, o);
+  o.mode = output_mode::valid;
+  check_method<float>(box, 300, 300, 1, 1, 255, 255, o);
+  // a bank of a box and a kernel that is not one: each kernel takes its own passes
+  const std::vector<float> bank = [] {
+    std::vector<float> b(2 * 25, 1.f / 25);
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 5; ++j) b[25 + i * 5 + j] = float((i + 1) * (5 - j)) / 100.f;
+    return b;
+  }();
+  const auto img = test::random_reals<float>(2 * 90 * 110, test::fresh_seed());
+  plan_options po;
+  po.device = backend::cuda;
+  po.path = cuda_path::separable;
+  plan p(90, 110, 2, bank.data(), 2, 5, 5, po);
+  std::vector<float> out(std::size_t(4) * 90 * 110);
+  p.execute(img.data(), out.data());
+  for (int k = 0; k < 2; ++k) {
+    std::vector<double> ref(std::size_t(2) * 90 * 110);
+    direct_convolve(img.data(), 90, 110, 2, bank.data() + 25 * k, 5, 5, po.semantics, ref.data());
+    for (int q = 0; q < 2; ++q) {
+      std::vector<float> got(out.begin() + (q * 2 + k) * 9900, out.begin() + (q * 2 + k + 1) * 9900);
+      std::vector<double> want(ref.begin() + q * 9900, ref.begin() + (q + 1) * 9900);
+      INFO("kernel " << k << ", plane " << q);
+      CHECK(test::relative_l2(got, want) <= 1e-5);
+    }
+  }
+}
+
 TEST_CASE("GPU direct and separable: every unrolled size, banks, batches, odd sizes, long kernels", "[conv][gpu]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
   options o;
@@ -134,6 +186,13 @@ TEST_CASE("CUDA method chooser: the cost model's choices and forced methods", "[
   // large dense kernels: an FFT path
   const cuda_path big = choose_cuda_method(dense63, 1, 63, 63, 4096, 4096, 1).path;
   CHECK((big == cuda_path::fused || big == cuda_path::three_pass || big == cuda_path::multipass));
+  // box kernels: running sums, whatever the size
+  const std::vector<float> box255(255 * 255, 1.f / (255 * 255)), box5(25, 0.04f);
+  CHECK(choose_cuda_method(box255, 1, 255, 255, 4096, 4096, 1).path == cuda_path::separable);
+  const rank1_factors bf = factor_rank1(box255.data(), 255, 255);
+  CHECK(box_factors(bf, 1, 255, 255));
+  CHECK_FALSE(box_factors(factor_rank1(sep31.data(), 31, 31), 1, 31, 31));
+  CHECK(choose_cuda_method(box5, 1, 5, 5, 4096, 4096, 1).path == cuda_path::direct);  // one pass beats two
   // rank-1 kernels where two passes beat the transforms
   CHECK(choose_cuda_method(sep31, 1, 31, 31, 4096, 4096, 1).path == cuda_path::separable);
   CHECK(choose_cuda_method(dense31, 1, 31, 31, 4096, 4096, 1).path != cuda_path::separable);

@@ -1,0 +1,73 @@
+// Block level of the direct and separable paths (direct.cu, separable.cu): a window of extended
+// input pixels loaded into shared memory as float, the boundary rule applied in the loader by
+// border_index (the FFT paths' gather uses the same function: same semantics), float pixels
+// copied by cp.async, narrow ones converted on the way.
+#pragma once
+#include <cstdint>
+#include <type_traits>
+
+#include "direct.hpp"
+
+namespace gpuconv::conv {
+
+// One shared element from global memory: float pixels by cp.async (sm_80 and later: the copy
+// goes to shared memory without a register, so a thread has all its loads in flight at once;
+// wait_copies() before the barrier), narrow ones converted through a register.
+template <typename in_t>
+__device__ GPUCONV_INLINE void copy_pixel(float* dst, const in_t* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (std::is_same_v<in_t, float>) {
+    const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(to), "l"(src) : "memory");
+    return;
+  }
+#endif
+  *dst = static_cast<float>(*src);
+}
+
+__device__ GPUCONV_INLINE void wait_copies() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
+// Shared rows [0, rows) of the tile: extended input rows from y_first, columns from x_first;
+// columns [cols, stride) are zero (the generic walk multiplies them by its zero pad taps: an
+// Inf there would make NaN). Threads in groups of up to 32 along a row (coalesced loads), a
+// batch of rows a group at a time so that narrow pixels (converted through registers) have
+// eight loads in flight per thread; float pixels go by cp.async, all in flight anyway.
+template <typename in_t>
+__device__ GPUCONV_INLINE void load_tile(const in_t* __restrict__ plane, const window_map& m, long long y_first,
+                                         long long x_first, int rows, int cols, int stride, float* sm) {
+  constexpr int batch = std::is_same_v<in_t, float> ? 4 : 8;
+  const int threads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
+  const int per_row = threads < 32 ? threads : 32, groups = threads / per_row;
+  const int g = tid / per_row, l = tid - g * per_row;
+  if (g >= groups) return;
+  const bool inside_x = x_first >= 0 && x_first + cols <= m.width;
+  const float outside = m.border == boundary::zero ? 0.f : m.constant_value;
+  for (int r0 = g; r0 < rows; r0 += batch * groups) {
+    const in_t* src[batch];  // the batch's source rows (null: outside the image, or past the tile)
+    bool live[batch];
+#pragma unroll
+    for (int q = 0; q < batch; ++q) {
+      const int r = r0 + q * groups;
+      live[q] = r < rows;
+      const int y = live[q] ? border_index(y_first + r, (int)m.height, m.border) : -1;
+      src[q] = y < 0 ? nullptr : plane + (long long)y * m.width;
+    }
+    for (int c = l; c < stride; c += per_row) {
+      const int col = c >= cols ? -2 : inside_x ? int(x_first + c) : border_index(x_first + c, (int)m.width, m.border);
+#pragma unroll
+      for (int q = 0; q < batch; ++q) {
+        if (!live[q]) continue;
+        float* dst = sm + (long long)(r0 + q * groups) * stride + c;
+        if (col == -2) *dst = 0.f;                         // the pad columns
+        else if (src[q] && col >= 0) copy_pixel(dst, src[q] + col);
+        else *dst = outside;
+      }
+    }
+  }
+}
+
+}  // namespace gpuconv::conv
