@@ -146,7 +146,7 @@ class Plan:
 
     @property
     def path(self) -> str:
-        """The CUDA backend's path ("fused", "three_pass", "multipass"; "none" on the CPU)."""
+        """The CUDA backend's method ("direct", "separable", "fused", "three_pass", "multipass"; "none" on the CPU)."""
         return self._core.path
 
     @property
