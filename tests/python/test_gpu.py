@@ -71,13 +71,13 @@ def test_cupy_every_mode_boundary_dtype(cp, rng, dtype, boundary, mode):
 
 @pytest.mark.parametrize("K", [3, 31, 127, 200])
 def test_cupy_kernel_sizes_and_paths(cp, rng, K):
-    """Kernel sizes that take the fused path, and past 128 the three-pass path."""
+    """Kernel sizes that take the direct path (K = 3), the fused path, and past 128 the three-pass path."""
     x = random_image(rng, (1, 300, 280), "float32")
     k = random_kernel(rng, (K, K))
     plan = gpuconv.Plan(x.shape, k, boundary="zero")
     got = plan(cp.asarray(x)).get()
     assert_close(got, reference(x, k, "same", "zero"), "float32")
-    assert plan.path in ("fused", "three_pass", "multipass")
+    assert plan.path in ("direct", "separable", "fused", "three_pass", "multipass")
 
 
 SPIN = r"""
