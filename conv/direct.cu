@@ -20,12 +20,11 @@
 #include "../fft/device/cuda_check.hpp"
 #include "pixel.cuh"
 #include "window_tile.cuh"
+#include "window_walks.cuh"
 
 namespace gpuconv::conv {
 
 namespace {
-
-constexpr int round4(int v) { return (v + 3) / 4 * 4; }
 
 template <int n>
 struct fixed_taps {
@@ -33,19 +32,6 @@ struct fixed_taps {
 };
 
 enum class walk { unrolled, column, row, generic };
-
-template <typename out_t>
-__device__ GPUCONV_INLINE void store4(out_t* p, const float (&v)[4]) {
-  if constexpr (std::is_same_v<out_t, float>) {
-    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
-  } else if constexpr (std::is_same_v<out_t, std::uint8_t>) {
-    *reinterpret_cast<uchar4*>(p) = make_uchar4(store_pixel<out_t>(v[0]), store_pixel<out_t>(v[1]),
-                                                store_pixel<out_t>(v[2]), store_pixel<out_t>(v[3]));
-  } else {
-    *reinterpret_cast<ushort4*>(p) = make_ushort4(store_pixel<out_t>(v[0]), store_pixel<out_t>(v[1]),
-                                                  store_pixel<out_t>(v[2]), store_pixel<out_t>(v[3]));
-  }
-}
 
 // The kernel-level entry: block b is tile (b mod tiles_per_plane) of input plane
 // b / tiles_per_plane. K: the unrolled walk's kernel side (1 for the others).
@@ -72,7 +58,7 @@ __global__ void __launch_bounds__(window_policy::max_threads, 1)
   wait_copies();
   __syncthreads();
 
-  float acc[R][C];
+  window_acc acc;
 #pragma unroll
   for (int a = 0; a < R; ++a)
 #pragma unroll
@@ -100,66 +86,10 @@ __global__ void __launch_bounds__(window_policy::max_threads, 1)
         }
       }
     }
-  } else if constexpr (W == walk::column) {  // kw = 1: tap i at sm_taps[4 i]
-    // Shared row s serves output row a with tap i = a + kh - 1 - s. Rows R - 1 <= s <= kh - 1
-    // serve all R output rows: there consecutive rows' taps shift by one, t[a] = k(a + kh - 1 - s),
-    // kept in registers with one new tap a row (no checks, one shared read of taps).
-    auto checked_row = [&](int s) {
-      const float4 f = *reinterpret_cast<const float4*>(base + s * stride);
-#pragma unroll
-      for (int a = 0; a < R; ++a) {
-        const int i = a + kh - 1 - s;
-        if ((unsigned)i < (unsigned)kh) {
-          const float tap = sm_taps[4 * i];
-          acc[a][0] = fmaf(tap, f.x, acc[a][0]);
-          acc[a][1] = fmaf(tap, f.y, acc[a][1]);
-          acc[a][2] = fmaf(tap, f.z, acc[a][2]);
-          acc[a][3] = fmaf(tap, f.w, acc[a][3]);
-        }
-      }
-    };
-    const bool middle = kh >= R;
-    int s = 0;
-    for (; s < (middle ? R - 1 : R + kh - 1); ++s) checked_row(s);
-    if (middle) {
-      float t[R];
-#pragma unroll
-      for (int a = 0; a < R; ++a) t[a] = sm_taps[4 * (a + kh - R)];
-#pragma unroll 8
-      for (; s <= kh - 1; ++s) {
-        const float4 f = *reinterpret_cast<const float4*>(base + s * stride);
-#pragma unroll
-        for (int a = 0; a < R; ++a) {
-          acc[a][0] = fmaf(t[a], f.x, acc[a][0]);
-          acc[a][1] = fmaf(t[a], f.y, acc[a][1]);
-          acc[a][2] = fmaf(t[a], f.z, acc[a][2]);
-          acc[a][3] = fmaf(t[a], f.w, acc[a][3]);
-        }
-#pragma unroll
-        for (int a = R - 1; a > 0; --a) t[a] = t[a - 1];
-        t[0] = sm_taps[4 * max(kh - 2 - s, 0)];  // row s + 1's tap for output row 0 (unused past the last)
-      }
-      for (; s < R + kh - 1; ++s) checked_row(s);
-    }
-  } else if constexpr (W == walk::row) {  // kh = 1: tap u at sm_taps[u] = k(0, kw-1-u); shared row a serves output row a
-    const int kw4 = round4(kw);
-    float4 lo[R];
-#pragma unroll
-    for (int a = 0; a < R; ++a) lo[a] = *reinterpret_cast<const float4*>(base + a * stride);
-    for (int u0 = 0; u0 < kw4; u0 += 4) {
-      const float4 t4 = *reinterpret_cast<const float4*>(sm_taps + u0);
-      const float tap[4] = {t4.x, t4.y, t4.z, t4.w};
-#pragma unroll
-      for (int a = 0; a < R; ++a) {
-        const float4 hi = *reinterpret_cast<const float4*>(base + a * stride + u0 + 4);
-        const float v[8] = {lo[a].x, lo[a].y, lo[a].z, lo[a].w, hi.x, hi.y, hi.z, hi.w};
-#pragma unroll
-        for (int u = 0; u < 4; ++u)
-#pragma unroll
-          for (int c = 0; c < C; ++c) acc[a][c] = fmaf(tap[u], v[c + u], acc[a][c]);
-        lo[a] = hi;
-      }
-    }
+  } else if constexpr (W == walk::column) {
+    column_walk(base, stride, sm_taps, kh, acc);
+  } else if constexpr (W == walk::row) {
+    row_walk(base, stride, sm_taps, kw, acc);
   } else {  // generic: taps row i at sm_taps[i kw4 + u] = k(i, kw-1-u), zero for u >= kw
     const int kw4 = round4(kw);
     for (int u0 = 0; u0 < kw4; u0 += 4) {
@@ -183,22 +113,7 @@ __global__ void __launch_bounds__(window_policy::max_threads, 1)
     }
   }
 
-  out_t* dst = out + (plane * m.out_step + m.out_offset) * m.out_h * m.out_w;
-  const long long x = x0 + threadIdx.x * C;
-  if (x >= m.out_w) return;
-#pragma unroll
-  for (int a = 0; a < R; ++a) {
-    const long long y = y0 + threadIdx.y * R + a;
-    if (y >= m.out_h) break;
-    out_t* row = dst + y * m.out_w;
-    if (vector_store && x + C <= m.out_w) {
-      store4(row + x, acc[a]);
-    } else {
-#pragma unroll
-      for (int c = 0; c < C; ++c)
-        if (x + c < m.out_w) row[x + c] = store_pixel<out_t>(acc[a][c]);
-    }
-  }
+  store_tile(acc, out, m, plane, y0, x0, vector_store);
 }
 
 std::size_t shape_bytes(const window_shape& s, int kh) {
@@ -270,6 +185,8 @@ direct_tiles::direct_tiles(const std::vector<float>& kernels, int count, int kh,
   GPUCONV_CUDA(cudaMemcpy(padded_.data(), padded.data(), padded_.bytes(), cudaMemcpyHostToDevice));
 }
 
+const float* direct_tiles::padded(int k) const { return padded_.data() + std::size_t(k) * kh_ * round4(kw_); }
+
 template <typename in_t, typename out_t>
 void direct_tiles::run(const in_t* in, out_t* out, const window_map& m, int kernel, cudaStream_t stream) const {
   if (kernel < 0 || kernel >= count_)
@@ -282,7 +199,7 @@ void direct_tiles::run(const in_t* in, out_t* out, const window_map& m, int kern
     throw std::invalid_argument("direct_tiles::run: " + std::to_string(blocks) + " blocks in one launch (at most 2^31 - 1)");
   const bool vector_store =
       m.out_w % 4 == 0 && reinterpret_cast<std::uintptr_t>(out) % (4 * sizeof(out_t)) == 0;
-  const float* padded = padded_.data() + std::size_t(kernel) * kh_ * round4(kw_);
+  const float* padded = this->padded(kernel);
   const dim3 block(s.tx, s.ty);
   auto launch = [&](auto* fn, const auto& taps) {
     if (s.shared_bytes > 48 * 1024)

@@ -98,6 +98,9 @@ class direct_tiles {
 
   int kh() const { return kh_; }
   int kw() const { return kw_; }
+  // Kernel k's taps as the column, row and generic walks read them: kh x round_up(kw, 4),
+  // reversed along x, zero padded (device memory).
+  const float* padded(int k) const;
 
  private:
   int count_, kh_, kw_;

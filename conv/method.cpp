@@ -121,9 +121,10 @@ double cuda_direct_ps_per_pixel(int kh, int kw) {
   return 3.2 + 0.045 * taps;
 }
 
-double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h) {
-  const double kw4 = (kw + 3) / 4 * 4, extra_rows = double(out_h + kh - 1) / double(out_h);
-  return 6.4 + 0.045 * (1.1 * kw4 * extra_rows + 1.15 * kh);
+double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, int tile_h) {
+  const bool tile = separable_tiles::uses_tile(kh, kw);
+  const double kw4 = (kw + 3) / 4 * 4, rows = tile ? tile_h : double(out_h);
+  return (tile ? 3.4 : 6.4) + 0.045 * (1.1 * kw4 * (rows + kh - 1) / rows + 1.15 * kh);
 }
 
 double cuda_box_ps_per_pixel(int kh, long long out_h) { return 7.5 * double(out_h + kh - 1) / double(out_h); }
@@ -178,9 +179,11 @@ cuda_choice choose_cuda_method(const std::vector<float>& kernels, int count, int
                                     std::to_string(kw) + " kernel's passes in its shared tile");
     }
     if (f.found() && separable_tiles::supports(kh, kw)) {
-      const double per_pixel = box_factors(f, count, kh, kw) ? cuda_box_ps_per_pixel(kh, out_h)
-                                                             : cuda_separable_ps_per_pixel(kh, kw, out_h);
-      const double cost = per_pixel * std::max(waste(1, kw), waste(kh, 1)) * outputs;
+      const bool tile = separable_tiles::uses_tile(kh, kw);
+      const int tile_h = tile ? direct_tiling(out_h, out_w, kh, kw).valid_h : 0;
+      const double per_pixel = !tile && box_factors(f, count, kh, kw) ? cuda_box_ps_per_pixel(kh, out_h)
+                                                                      : cuda_separable_ps_per_pixel(kh, kw, out_h, tile_h);
+      const double cost = per_pixel * (tile ? waste(kh, kw) : std::max(waste(1, kw), waste(kh, 1))) * outputs;
       if (forced == cuda_path::separable || cost < best.cost_ps)
         best = {cuda_path::separable, direct_tiling(out_h, out_w, kh, 1), std::move(f), cost};  // the column pass's blocks
     }

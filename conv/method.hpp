@@ -83,14 +83,18 @@ cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int k
 //              3.2 ps is the byte floor (8 B at ~2970 GB/s) at 85%, 0.045 ps a multiply-add at
 //              ~75% of the FMA rate;
 //   separable  6.4 + 0.045 * (1.1 round_up(kw, 4) (out_h + kh - 1) / out_h + 1.15 kh): two
-//              passes through a float intermediate (16 B a pixel);
+//              passes through a float intermediate (16 B a pixel); up to 32 taps a side, both
+//              passes in one tile, 3.4 + 0.045 * (1.1 round_up(kw, 4) (tile_h + kh - 1) / tile_h
+//              + 1.15 kh) (8 B a pixel, the row pass redone over each tile's halo rows);
 // both times the shape's waste (the blocks' output tiles over the output: small images leave
 // threads idle). Direct is not chosen beyond max_direct_taps (float sums, as on the CPU).
 double cuda_direct_ps_per_pixel(int kh, int kw);
 // Direct sums of more than this many float products lose more to rounding than the FFT's
 // log-depth error (method.cpp); neither chooser nor autotune picks direct beyond it unless forced.
 inline constexpr long long max_direct_taps = 128;
-double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h);
+// tile_h: the rows of a block's tile (the row pass runs over tile_h + kh - 1 rows of it when the
+// passes share a tile, separable_tiles::uses_tile; over out_h + kh - 1 rows otherwise)
+double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, int tile_h);
 // box kernels (every factor of the column equal, and of the row: separable_tiles::is_box_size)
 // run as running sums: the 16 B a pixel of the two passes, ~7.5 ps, whatever K.
 double cuda_box_ps_per_pixel(int kh, long long out_h);

@@ -21,6 +21,7 @@
 #include "../fft/device/cuda_check.hpp"
 #include "pixel.cuh"
 #include "window_tile.cuh"
+#include "window_walks.cuh"
 
 namespace gpuconv::conv {
 
@@ -99,6 +100,80 @@ __global__ void __launch_bounds__(box_policy::column_threads, 1)
   }
 }
 
+// Both passes in one block, the intermediate in shared memory (kernels up to tile_max_side):
+// the window of (tile_h + kh - 1) x (tile_w + kw - 1) extended pixels, the row walk over its
+// rows into tile_h + kh - 1 rows of tile_w row sums (in rounds of tile_h rows), the column walk
+// over those into the tile's outputs. The image is read once (the halo from L2) and the output
+// written once: 8 B a pixel in fp32 instead of the two passes' 16.
+constexpr int tile_max_side = 32;
+
+struct tile_layout {
+  int stride_in, stride_mid, window_rows, mid_rows, row_taps, column_taps;
+  std::size_t bytes;
+};
+
+// shared: row taps (round_up(kw, 4)), column taps (4 kh), the window (mid_rows + R - 1 rows:
+// the row walk's last round reads R rows from its first), the row sums (mid_rows)
+HOST_DEVICE tile_layout tile_layout_for(int tile_h, int tile_w, int kh, int kw) {
+  tile_layout l;
+  l.stride_in = tile_w + round4(kw) + 4;
+  l.stride_mid = tile_w + 4;
+  l.mid_rows = tile_h + kh - 1;
+  l.window_rows = l.mid_rows + window_policy::rows_per_thread - 1;
+  l.row_taps = round4(kw);
+  l.column_taps = 4 * kh;
+  l.bytes = (std::size_t(l.row_taps) + l.column_taps + std::size_t(l.window_rows) * l.stride_in +
+             std::size_t(l.mid_rows) * l.stride_mid) * 4;
+  return l;
+}
+
+template <typename in_t, typename out_t>
+__global__ void __launch_bounds__(window_policy::max_threads, 1)
+    separable_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const window_map m, const int kh,
+                          const int kw, const float* __restrict__ row_taps, const float* __restrict__ column_taps,
+                          const long long tiles_x, const long long tiles_per_plane, const bool vector_store) {
+  constexpr int R = window_policy::rows_per_thread, C = window_policy::columns_per_thread;
+  extern __shared__ float4 shared_raw[];
+  const int tile_h = blockDim.y * R, tile_w = blockDim.x * C;
+  const tile_layout l = tile_layout_for(tile_h, tile_w, kh, kw);
+  float* sm_row_taps = reinterpret_cast<float*>(shared_raw);
+  float* sm_column_taps = sm_row_taps + l.row_taps;
+  float* window = sm_column_taps + l.column_taps;  // both tap counts are multiples of 4: float4 rows stay aligned
+  float* mid = window + l.window_rows * l.stride_in;
+  const long long b = blockIdx.x, plane = b / tiles_per_plane, t = b - plane * tiles_per_plane;
+  const long long by = t / tiles_x, bx = t - by * tiles_x;
+  const long long y0 = by * tile_h, x0 = bx * tile_w;
+  const int threads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
+  for (int e = tid; e < l.row_taps; e += threads) sm_row_taps[e] = row_taps[e];
+  for (int e = tid; e < l.column_taps; e += threads) sm_column_taps[e] = column_taps[e];
+  load_tile(in + plane * m.height * m.width, m, y0 + m.oy - (kh - 1), x0 + m.ox - (kw - 1), l.mid_rows,
+            tile_w + kw - 1, l.stride_in, window);
+  wait_copies();
+  __syncthreads();
+  window_acc acc;
+  // row pass: mid row q, column c = sum_j r(j) window(q, c + kw - 1 - j)
+  for (int r0 = threadIdx.y * R; r0 < l.mid_rows; r0 += tile_h) {
+#pragma unroll
+    for (int a = 0; a < R; ++a)
+#pragma unroll
+      for (int c = 0; c < C; ++c) acc[a][c] = 0.f;
+    row_walk(window + r0 * l.stride_in + threadIdx.x * C, l.stride_in, sm_row_taps, kw, acc);
+#pragma unroll
+    for (int a = 0; a < R; ++a)
+      if (r0 + a < l.mid_rows)
+        *reinterpret_cast<float4*>(mid + (r0 + a) * l.stride_mid + threadIdx.x * C) =
+            make_float4(acc[a][0], acc[a][1], acc[a][2], acc[a][3]);
+  }
+  __syncthreads();
+  // column pass: out(y0 + a, c) = sum_i c(i) mid(a + kh - 1 - i, c)
+#pragma unroll
+  for (int a = 0; a < R; ++a)
+#pragma unroll
+    for (int c = 0; c < C; ++c) acc[a][c] = 0.f;
+  column_walk(mid + threadIdx.y * R * l.stride_mid + threadIdx.x * C, l.stride_mid, sm_column_taps, kh, acc);
+  store_tile(acc, out, m, plane, y0, x0, vector_store);
+}
+
 // The factor of a constant run of n values, or 0 when they differ.
 float constant_factor(const float* v, int n) {
   for (int i = 1; i < n; ++i)
@@ -121,6 +196,33 @@ separable_tiles::separable_tiles(const rank1_factors& f, int count, int kh, int 
   }
 }
 
+bool separable_tiles::in_tile() const { return uses_tile(kh_, kw_); }
+
+bool separable_tiles::uses_tile(int kh, int kw) { return kh <= tile_max_side && kw <= tile_max_side; }
+
+// The direct path's block shape (tx, ty) for this output, fewer rows of threads while the
+// tile's shared memory exceeds the direct path's limit.
+template <typename T>
+void separable_tiles::run_tile(const T* in, T* out, const window_map& m, int k, cudaStream_t stream) const {
+  window_shape s = window_shape_for(m.out_h, m.out_w, kh_, kw_);
+  tile_layout l = tile_layout_for(s.ty * window_policy::rows_per_thread, s.tile_w, kh_, kw_);
+  while (l.bytes > (std::size_t)window_policy::max_shared_bytes && s.ty > 1)
+    l = tile_layout_for(--s.ty * window_policy::rows_per_thread, s.tile_w, kh_, kw_);
+  const long long tile_h = s.ty * window_policy::rows_per_thread;
+  const long long tiles_y = (m.out_h + tile_h - 1) / tile_h, tiles_x = (m.out_w + s.tile_w - 1) / s.tile_w;
+  const long long blocks = m.planes * tiles_y * tiles_x;
+  if (blocks < 1) return;
+  if (blocks >= (1LL << 31))
+    throw std::invalid_argument("separable_tiles::run: " + std::to_string(blocks) + " blocks in one launch");
+  const bool vector_store = m.out_w % 4 == 0 && reinterpret_cast<std::uintptr_t>(out) % (4 * sizeof(T)) == 0;
+  if (l.bytes > 48 * 1024)
+    GPUCONV_CUDA(cudaFuncSetAttribute(&separable_tile_kernel<T, T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      (int)l.bytes));
+  separable_tile_kernel<T, T><<<(unsigned)blocks, dim3(s.tx, s.ty), l.bytes, stream>>>(
+      in, out, m, kh_, kw_, rows_.padded(k), columns_.padded(k), tiles_x, tiles_y * tiles_x, vector_store);
+  check_launch("separable_tile_kernel");
+}
+
 bool separable_tiles::is_box_size(int kh, int kw) { return kh <= box_policy::max_side && kw <= box_policy::max_side; }
 
 template <typename T>
@@ -140,6 +242,11 @@ void separable_tiles::run(const T* in, T* out, const tile_map& m, float* interme
                             n, 1, 0};
       // column pass: 'valid' along y over the intermediate, into output planes p * count + k
       const window_map columns{tmp_h, m.out_w, m.out_h, m.out_w, kh_ - 1, 0, boundary::zero, 0.f, n, count_, k};
+      if (in_tile()) {
+        const window_map whole{m.height, m.width, m.out_h, m.out_w, m.oy, m.ox, m.border, m.constant_value, n, count_, k};
+        run_tile(src, dst, whole, k, stream);
+        continue;
+      }
       if (box_[k][0] == 0.f) {
         rows_.run(src, intermediate, rows, k, stream);
         columns_.run(static_cast<const float*>(intermediate), dst, columns, k, stream);

@@ -6,8 +6,10 @@
 //   column pass  out(y, x) = sum_i c(i) tmp(y + kh - 1 - i, x)               ('valid' along y)
 // so that out(y, x) = sum_{i,j} c(i) r(j) in_ext(y + oy - i, x + ox - j). The float
 // intermediate goes through global memory (it stays mostly in L2 for a chunk of a few planes):
-// 4 bytes written and read per pixel beside the image's read and the output's write. Box
-// kernels (constant factors) run both passes as running sums in double (separable.cu).
+// 4 bytes written and read per pixel beside the image's read and the output's write; kernels
+// up to 32 a side run both passes in one kernel instead, the intermediate in shared memory
+// (one read, one write). Larger box kernels (constant factors) run both passes as running sums
+// in double (separable.cu).
 #pragma once
 #include <array>
 #include <vector>
@@ -22,6 +24,9 @@ class separable_tiles {
   static bool supports(int kh, int kw) { return direct_tiles::supports(1, kw) && direct_tiles::supports(kh, 1); }
   // The sizes the running-sum passes take a box kernel of (larger boxes go through the FMA walks).
   static bool is_box_size(int kh, int kw);
+  // The sizes whose passes run in one kernel, the intermediate in shared memory (boxes too:
+  // up to 32 taps the tile's 8 B a pixel beat the running sums' 16).
+  static bool uses_tile(int kh, int kw);
 
   // f: the bank's factors, `count` columns of kh and rows of kw one after another. Throws
   // std::invalid_argument when !supports(kh, kw) or the factors do not match the sizes.
@@ -36,6 +41,10 @@ class separable_tiles {
   void run(const T* in, T* out, const tile_map& m, float* intermediate, long long chunk, cudaStream_t stream) const;
 
  private:
+  bool in_tile() const;
+  template <typename T>
+  void run_tile(const T* in, T* out, const window_map& m, int k, cudaStream_t stream) const;
+
   int count_, kh_, kw_;
   direct_tiles rows_, columns_;
   std::vector<std::array<float, 2>> box_;  // per kernel: the column and row factors of a box, {0, 0} if not

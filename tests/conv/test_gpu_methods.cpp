@@ -49,8 +49,9 @@ TEST_CASE("GPU separable method on box kernels (running sums) matches the refere
   if (!cuda_device_available()) SKIP("no CUDA device present");
   test::forced_method box = cuda_forced(cuda_path::separable);
   box.box = true;
-  const auto k = GENERATE(std::array<int, 2>{1, 1}, std::array<int, 2>{3, 7}, std::array<int, 2>{5, 5},
-                          std::array<int, 2>{31, 31});
+  // (up to 32 a side the passes share a tile: the running sums take larger boxes)
+  const auto k = GENERATE(std::array<int, 2>{33, 40}, std::array<int, 2>{1, 41}, std::array<int, 2>{45, 1},
+                          std::array<int, 2>{63, 63});
   const auto img = GENERATE(std::array<int, 2>{1, 1}, std::array<int, 2>{9, 13}, std::array<int, 2>{70, 150},
                             std::array<int, 2>{40, 290});  // several blocks of rows and of columns
   test::sweep_method(box, k, img);
@@ -65,30 +66,32 @@ TEST_CASE("GPU separable box kernels: box:255, banks, batches, narrow pixels", "
   // (the reference is O(H W K^2): box:255 on small images only)
   check_method<float>(box, 270, 260, 1, 1, 255, 255, o);          // box:255 on an image about its size
   check_method<std::uint8_t>(box, 256, 100, 1, 1, 255, 255, o);
-  check_method<std::uint8_t>(box, 600, 200, 2, 1, 31, 31, o);       // three runs down each column
+  check_method<std::uint8_t>(box, 600, 200, 2, 1, 33, 33, o);       // three runs down each column
   o.border = boundary::reflect101;
-  check_method<float>(box, 64, 64, 30, 3, 9, 9, o);                // a batch, a bank of three boxes
-  check_method<std::uint16_t>(box, 100, 130, 2, 2, 21, 1, o);      // a column of taps, a row of taps
-  check_method<std::uint16_t>(box, 100, 130, 2, 2, 1, 21, o);
+  check_method<float>(box, 64, 64, 30, 3, 41, 41, o);              // a batch, a bank of three boxes
+  check_method<std::uint16_t>(box, 100, 130, 2, 2, 41, 1, o);      // a column of taps, a row of taps
+  check_method<std::uint16_t>(box, 100, 130, 2, 2, 1, 41, o);
+  check_method<float>(box, 100, 130, 2, 2, 9, 9, o);                // a small box: the shared tile
   o.mode = output_mode::valid;
   check_method<float>(box, 300, 300, 1, 1, 255, 255, o);
   // a bank of a box and a kernel that is not one: each kernel takes its own passes
+  constexpr int K = 37, taps = K * K;
   const std::vector<float> bank = [] {
-    std::vector<float> b(2 * 25, 1.f / 25);
-    for (int i = 0; i < 5; ++i)
-      for (int j = 0; j < 5; ++j) b[25 + i * 5 + j] = float((i + 1) * (5 - j)) / 100.f;
+    std::vector<float> b(2 * taps, 1.f / taps);
+    for (int i = 0; i < K; ++i)
+      for (int j = 0; j < K; ++j) b[taps + i * K + j] = float((i + 1) * (K - j)) / float(taps * K);
     return b;
   }();
   const auto img = test::random_reals<float>(2 * 90 * 110, test::fresh_seed());
   plan_options po;
   po.device = backend::cuda;
   po.path = cuda_path::separable;
-  plan p(90, 110, 2, bank.data(), 2, 5, 5, po);
+  plan p(90, 110, 2, bank.data(), 2, K, K, po);
   std::vector<float> out(std::size_t(4) * 90 * 110);
   p.execute(img.data(), out.data());
   for (int k = 0; k < 2; ++k) {
     std::vector<double> ref(std::size_t(2) * 90 * 110);
-    direct_convolve(img.data(), 90, 110, 2, bank.data() + 25 * k, 5, 5, po.semantics, ref.data());
+    direct_convolve(img.data(), 90, 110, 2, bank.data() + taps * k, K, K, po.semantics, ref.data());
     for (int q = 0; q < 2; ++q) {
       std::vector<float> got(out.begin() + (q * 2 + k) * 9900, out.begin() + (q * 2 + k + 1) * 9900);
       std::vector<double> want(ref.begin() + q * 9900, ref.begin() + (q + 1) * 9900);
@@ -124,7 +127,9 @@ TEST_CASE("GPU direct and separable: every unrolled size, banks, batches, odd si
     o.mode = output_mode::same;
   }
   o.border = boundary::wrap;
-  check_method<float>(separable, 200, 260, 1, 1, 161, 161, o);  // gaussian:20's size
+  check_method<float>(separable, 200, 260, 1, 1, 161, 161, o);  // gaussian:20's size: the two passes
+  check_method<float>(separable, 200, 260, 2, 1, 32, 32, o);    // the shared tile's largest
+  check_method<std::uint8_t>(separable, 200, 260, 1, 1, 33, 32, o);  // past it: the two passes
   check_method<float>(separable, 270, 260, 1, 1, 255, 255, o);  // box:255's size
   check_method<float>(direct, 130, 150, 1, 1, 1, 255, o);        // one row, the generic walk's widest
   check_method<float>(direct, 300, 150, 1, 1, 255, 1, o);        // one column, the column walk's tallest
@@ -193,7 +198,8 @@ TEST_CASE("CUDA method chooser: the cost model's choices and forced methods", "[
   const rank1_factors bf = factor_rank1(box255.data(), 255, 255);
   CHECK(box_factors(bf, 1, 255, 255));
   CHECK_FALSE(box_factors(factor_rank1(sep31.data(), 31, 31), 1, 31, 31));
-  CHECK(choose_cuda_method(box5, 1, 5, 5, 4096, 4096, 1).path == cuda_path::direct);  // one pass beats two
+  // both passes in one shared tile: fewer instructions than direct's 25 taps from K = 5
+  CHECK(choose_cuda_method(box5, 1, 5, 5, 4096, 4096, 1).path == cuda_path::separable);
   // rank-1 kernels where two passes beat the transforms
   CHECK(choose_cuda_method(sep31, 1, 31, 31, 4096, 4096, 1).path == cuda_path::separable);
   CHECK(choose_cuda_method(dense31, 1, 31, 31, 4096, 4096, 1).path != cuda_path::separable);

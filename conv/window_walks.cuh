@@ -1,0 +1,126 @@
+// Thread level of the direct and separable paths: the walks that sum a thread's
+// rows_per_thread x 4 outputs from shared rows (direct.cu's window kernel and separable.cu's
+// tile kernel share the column and row walks), and the tile store. A thread's window starts
+// at `base` (its first shared row, its first column); out row a, column c reads shared row
+// a + (kh - 1) - i, column c + u for tap (i, kw - 1 - u) (direct.cu's index map).
+#pragma once
+#include <cstdint>
+#include <type_traits>
+
+#include "direct.hpp"
+#include "pixel.cuh"
+
+namespace gpuconv::conv {
+
+constexpr int round4(int v) { return (v + 3) / 4 * 4; }
+
+using window_acc = float[window_policy::rows_per_thread][window_policy::columns_per_thread];
+
+// kw = 1: tap i at sm_taps[4 i].
+__device__ GPUCONV_INLINE void column_walk(const float* base, int stride, const float* sm_taps, int kh,
+                                           window_acc& acc) {
+  constexpr int R = window_policy::rows_per_thread;
+  // Shared row s serves output row a with tap i = a + kh - 1 - s. Rows R - 1 <= s <= kh - 1
+  // serve all R output rows: there consecutive rows' taps shift by one, t[a] = k(a + kh - 1 - s),
+  // kept in registers with one new tap a row (no checks, one shared read of taps).
+  auto checked_row = [&](int s) {
+    const float4 f = *reinterpret_cast<const float4*>(base + s * stride);
+#pragma unroll
+    for (int a = 0; a < R; ++a) {
+      const int i = a + kh - 1 - s;
+      if ((unsigned)i < (unsigned)kh) {
+        const float tap = sm_taps[4 * i];
+        acc[a][0] = fmaf(tap, f.x, acc[a][0]);
+        acc[a][1] = fmaf(tap, f.y, acc[a][1]);
+        acc[a][2] = fmaf(tap, f.z, acc[a][2]);
+        acc[a][3] = fmaf(tap, f.w, acc[a][3]);
+      }
+    }
+  };
+  const bool middle = kh >= R;
+  int s = 0;
+  for (; s < (middle ? R - 1 : R + kh - 1); ++s) checked_row(s);
+  if (middle) {
+    float t[R];
+#pragma unroll
+    for (int a = 0; a < R; ++a) t[a] = sm_taps[4 * (a + kh - R)];
+#pragma unroll 8
+    for (; s <= kh - 1; ++s) {
+      const float4 f = *reinterpret_cast<const float4*>(base + s * stride);
+#pragma unroll
+      for (int a = 0; a < R; ++a) {
+        acc[a][0] = fmaf(t[a], f.x, acc[a][0]);
+        acc[a][1] = fmaf(t[a], f.y, acc[a][1]);
+        acc[a][2] = fmaf(t[a], f.z, acc[a][2]);
+        acc[a][3] = fmaf(t[a], f.w, acc[a][3]);
+      }
+#pragma unroll
+      for (int a = R - 1; a > 0; --a) t[a] = t[a - 1];
+      t[0] = sm_taps[4 * max(kh - 2 - s, 0)];  // row s + 1's tap for output row 0 (unused past the last)
+    }
+    for (; s < R + kh - 1; ++s) checked_row(s);
+  }
+}
+
+// kh = 1: tap u at sm_taps[u] = k(0, kw-1-u), zero for u >= kw; shared row a serves output row a.
+__device__ GPUCONV_INLINE void row_walk(const float* base, int stride, const float* sm_taps, int kw,
+                                        window_acc& acc) {
+  constexpr int R = window_policy::rows_per_thread, C = window_policy::columns_per_thread;
+  const int kw4 = round4(kw);
+  float4 lo[R];
+#pragma unroll
+  for (int a = 0; a < R; ++a) lo[a] = *reinterpret_cast<const float4*>(base + a * stride);
+  for (int u0 = 0; u0 < kw4; u0 += 4) {
+    const float4 t4 = *reinterpret_cast<const float4*>(sm_taps + u0);
+    const float tap[4] = {t4.x, t4.y, t4.z, t4.w};
+#pragma unroll
+    for (int a = 0; a < R; ++a) {
+      const float4 hi = *reinterpret_cast<const float4*>(base + a * stride + u0 + 4);
+      const float v[8] = {lo[a].x, lo[a].y, lo[a].z, lo[a].w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+#pragma unroll
+        for (int c = 0; c < C; ++c) acc[a][c] = fmaf(tap[u], v[c + u], acc[a][c]);
+      lo[a] = hi;
+    }
+  }
+}
+
+template <typename out_t>
+__device__ GPUCONV_INLINE void store4(out_t* p, const float (&v)[4]) {
+  if constexpr (std::is_same_v<out_t, float>) {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  } else if constexpr (std::is_same_v<out_t, std::uint8_t>) {
+    *reinterpret_cast<uchar4*>(p) = make_uchar4(store_pixel<out_t>(v[0]), store_pixel<out_t>(v[1]),
+                                                store_pixel<out_t>(v[2]), store_pixel<out_t>(v[3]));
+  } else {
+    *reinterpret_cast<ushort4*>(p) = make_ushort4(store_pixel<out_t>(v[0]), store_pixel<out_t>(v[1]),
+                                                  store_pixel<out_t>(v[2]), store_pixel<out_t>(v[3]));
+  }
+}
+
+// The thread's outputs of the block's tile at (y0, x0) of output plane `plane` (rounded and
+// saturated for narrow pixels; 4-pixel stores where the row and pointer allow).
+template <typename out_t>
+__device__ GPUCONV_INLINE void store_tile(const window_acc& acc, out_t* out, const window_map& m, long long plane,
+                                          long long y0, long long x0, bool vector_store) {
+  constexpr int R = window_policy::rows_per_thread, C = window_policy::columns_per_thread;
+  out_t* dst = out + (plane * m.out_step + m.out_offset) * m.out_h * m.out_w;
+  const long long x = x0 + threadIdx.x * C;
+  if (x >= m.out_w) return;
+#pragma unroll
+  for (int a = 0; a < R; ++a) {
+    const long long y = y0 + threadIdx.y * R + a;
+    if (y >= m.out_h) break;
+    out_t* row = dst + y * m.out_w;
+    if (vector_store && x + C <= m.out_w) {
+      store4(row + x, acc[a]);
+    } else {
+#pragma unroll
+      for (int c = 0; c < C; ++c)
+        if (x + c < m.out_w) row[x + c] = store_pixel<out_t>(acc[a][c]);
+    }
+  }
+}
+
+}  // namespace gpuconv::conv
