@@ -5,13 +5,17 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <chrono>
 #include <cstdlib>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <limits>
+#include <mutex>
 
+#include "conv/cpu_pool.hpp"
 #include "errors.hpp"
 #include "fft/device/cuda_check.hpp"
 #include "gpu_convolver.hpp"
@@ -21,11 +25,48 @@
 
 namespace gpuconv::app {
 
+void advise_huge_pages(void* data, std::size_t bytes) {
+#ifdef __linux__
+  constexpr std::uintptr_t huge = std::uintptr_t(2) << 20;
+  const auto begin = (reinterpret_cast<std::uintptr_t>(data) + huge - 1) & ~(huge - 1);
+  const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(huge - 1);
+  if (end > begin && !std::getenv("GPUCONV_NO_THP")) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+  (void)data, (void)bytes;
+#endif
+}
+
 namespace {
 
 // A cv::Mat header over one plane of a planar buffer (no copy).
-cv::Mat plane_view(std::vector<float>& buffer, int plane, long long rows, long long cols) {
+cv::Mat plane_view(float_buffer& buffer, int plane, long long rows, long long cols) {
   return cv::Mat(int(rows), int(cols), CV_32F, buffer.data() + std::size_t(plane) * rows * cols);
+}
+
+// f(r0, r1) over bands of `rows` rows on `threads` threads (the CPU backend's pool), or on this
+// thread alone for threads <= 1 or a small image; the first exception is rethrown here.
+template <typename F>
+void for_row_bands(int threads, long long rows, F&& f) {
+  if (threads <= 1 || rows < 64) {
+    f(0LL, rows);
+    return;
+  }
+  const long long band = std::max(16LL, (rows + 4LL * threads - 1) / (4LL * threads));
+  std::atomic<long long> next{0};
+  std::exception_ptr error;
+  std::mutex error_lock;
+  auto body = [&] {
+    for (long long r0; (r0 = next.fetch_add(band)) < rows;) {
+      try {
+        f(r0, std::min(rows, r0 + band));
+      } catch (...) {
+        std::lock_guard<std::mutex> hold(error_lock);
+        if (!error) error = std::current_exception();
+      }
+    }
+  };
+  conv::run_on_threads(threads, body);
+  if (error) std::rethrow_exception(error);
 }
 
 // Pixels with at least one channel whose value rounds outside [0, top] (NaN included); the
@@ -49,7 +90,7 @@ long long count_clipped(const std::vector<cv::Mat>& planes, double top) {
 
 // Interleaved -> float planes with OpenCV's vectorised primitives: split, convertTo (stored units,
 // no scaling) into headers over the planar buffers, multiply for premultiplication.
-planar_image to_planes(const cv::Mat& image, alpha_mode alpha) {
+planar_image to_planes(const cv::Mat& image, alpha_mode alpha, int threads) {
   planar_image p;
   p.height = image.rows;
   p.width = image.cols;
@@ -65,19 +106,25 @@ planar_image to_planes(const cv::Mat& image, alpha_mode alpha) {
   p.planes.resize(std::size_t(p.height) * p.width * p.conv_planes);
   if (keep) p.kept_alpha.resize(std::size_t(p.height) * p.width);
 
-  std::vector<cv::Mat> views;
-  for (int c = 0; c < p.colour; ++c) views.push_back(plane_view(p.planes, c, p.height, p.width));
-  if (p.has_alpha) views.push_back(keep ? plane_view(p.kept_alpha, 0, p.height, p.width)
-                                        : plane_view(p.planes, p.colour, p.height, p.width));
-  // split in the stored depth (a quarter of the bytes for 8-bit), then convert each plane
-  // into its view; convertTo keeps a destination of the right size and type in place
-  std::vector<cv::Mat> stored;
-  cv::split(image, stored);
-  for (int c = 0; c < p.channels; ++c) stored[c].convertTo(views[c], CV_32F);
-  if (views[0].data != reinterpret_cast<uchar*>(p.planes.data()))
-    throw std::logic_error("to_planes: convertTo reallocated its output");
-  if (p.has_alpha && alpha == alpha_mode::premultiply)
-    for (int c = 0; c < p.colour; ++c) cv::multiply(views[c], views[p.colour], views[c], 1.0 / alpha_max(p.input_depth));
+  std::vector<cv::Mat> planes;
+  for (int c = 0; c < p.colour; ++c) planes.push_back(plane_view(p.planes, c, p.height, p.width));
+  if (p.has_alpha) planes.push_back(keep ? plane_view(p.kept_alpha, 0, p.height, p.width)
+                                         : plane_view(p.planes, p.colour, p.height, p.width));
+  for_row_bands(threads, p.height, [&](long long r0, long long r1) {
+    std::vector<cv::Mat> views;
+    for (const cv::Mat& plane : planes) views.push_back(plane.rowRange(int(r0), int(r1)));
+    // split in the stored depth (a quarter of the bytes for 8-bit), then convert each plane
+    // into its view; convertTo keeps a destination of the right size and type in place
+    std::vector<cv::Mat> stored;
+    cv::split(image.rowRange(int(r0), int(r1)), stored);
+    for (int c = 0; c < p.channels; ++c) {
+      const uchar* before = views[c].data;
+      stored[c].convertTo(views[c], CV_32F);
+      if (views[c].data != before) throw std::logic_error("to_planes: convertTo reallocated its output");
+    }
+    if (p.has_alpha && alpha == alpha_mode::premultiply)
+      for (int c = 0; c < p.colour; ++c) cv::multiply(views[c], views[p.colour], views[c], 1.0 / alpha_max(p.input_depth));
+  });
   return p;
 }
 
@@ -213,20 +260,9 @@ void convolver::run(planar_image& p) {
 
 namespace {
 
-// A fresh output buffer is faulted in page by page as the download writes it: 4 KiB pages of a
-// 36 MB image cost as much as the copy itself. Asks the kernel for huge pages over the
-// buffer's whole 2 MiB blocks before the first write (transparent huge pages in 'madvise'
-// mode; a no-op where they are off or always on).
-void advise_huge_pages(const cv::Mat& m) {
-#ifdef __linux__
-  constexpr std::uintptr_t huge = std::uintptr_t(2) << 20;
-  const auto begin = (reinterpret_cast<std::uintptr_t>(m.data) + huge - 1) & ~(huge - 1);
-  const auto end = (reinterpret_cast<std::uintptr_t>(m.data) + m.total() * m.elemSize()) & ~(huge - 1);
-  if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-#else
-  (void)m;
-#endif
-}
+// A fresh output image, before the download or the conversion writes it (4 KiB page faults over
+// a 36 MB image cost as much as the copy itself).
+void advise_huge_pages(const cv::Mat& m) { app::advise_huge_pages(m.data, m.total() * m.elemSize()); }
 
 // Marks the end of a stage for stage_times: waits for the stream, adds the seconds since the
 // last mark to *slot.
@@ -265,9 +301,9 @@ output_image convolver::run_gpu(const cv::Mat& image, stage_times* times) {
     throw input_error("image: " + depth_name(image.depth()) + " samples are not supported");
   if (!fits_gpu_stage(image)) {
     // too large to hold on the GPU at once: float planes on the host, the plan's bands
-    planar_image p = to_planes(image, settings_.alpha);
+    planar_image p = to_planes(image, settings_.alpha, settings_.copy_threads);
     run(p);
-    return from_planes(p, settings_);
+    return from_planes(p, settings_, settings_.copy_threads);
   }
   const int depth = output_cv_depth(settings_.depth, image.depth());
   gpu_stage& g = gpu();
@@ -386,7 +422,7 @@ convolver::jpeg_output convolver::run_gpu_decoded(const unsigned char* planes, i
 
 // Float planes -> the output image: unpremultiply, out = S * conv + B (in float), merge,
 // then convertTo the output depth (cvRound: half to even, saturate), clipped pixels counted.
-output_image from_planes(planar_image& p, const convolve_settings& s) {
+output_image from_planes(planar_image& p, const convolve_settings& s, int threads) {
   output_image out;
   const int depth = output_cv_depth(s.depth, p.input_depth);
   const long long rows = p.out_h, cols = p.out_w;
@@ -398,56 +434,69 @@ output_image from_planes(planar_image& p, const convolve_settings& s) {
   // rounds to 0; for float, the FFT's noise floor (~1e-6 of full scale), below which
   // colour / alpha would only amplify rounding noise.
   const float transparent = depth == CV_32F ? 1e-6f * a_max : 0.5f;
+  const bool keep = p.has_alpha && p.alpha == alpha_mode::keep;
+  // 'keep' under 'full' / 'valid': the input alpha under the kernel's centre, through the boundary
+  const bool kept_shifted = keep && !(p.shift_y == 0 && p.shift_x == 0 && rows == p.height && cols == p.width);
+  const int channels = p.conv_planes + (keep ? 1 : 0);
+  out.image.create(int(rows), int(cols), CV_MAKETYPE(depth, channels));
+  advise_huge_pages(out.image);
+  std::atomic<long long> clipped{0};
 
-  std::vector<cv::Mat> planes;
-  for (int c = 0; c < p.conv_planes; ++c) planes.push_back(plane_view(p.result, c, rows, cols));
-  if (p.has_alpha && p.alpha == alpha_mode::premultiply) {
-    const float* a = p.result.data() + std::size_t(p.colour) * area;
-    for (int c = 0; c < p.colour; ++c) {
-      float* v = p.result.data() + std::size_t(c) * area;
-      for (std::size_t i = 0; i < area; ++i) v[i] = (a[i] > transparent ? v[i] * (a_max / a[i]) : 0.f) * scale + offset;
+  // every step is per pixel: bands of rows, each from the float planes to its rows of the output
+  for_row_bands(threads, rows, [&](long long r0, long long r1) {
+    const std::size_t begin = std::size_t(r0) * cols, end = std::size_t(r1) * cols;
+    std::vector<cv::Mat> planes;
+    for (int c = 0; c < p.conv_planes; ++c) planes.push_back(plane_view(p.result, c, rows, cols).rowRange(int(r0), int(r1)));
+    if (p.has_alpha && p.alpha == alpha_mode::premultiply) {
+      const float* a = p.result.data() + std::size_t(p.colour) * area;
+      for (int c = 0; c < p.colour; ++c) {
+        float* v = p.result.data() + std::size_t(c) * area;
+        for (std::size_t i = begin; i < end; ++i) v[i] = (a[i] > transparent ? v[i] * (a_max / a[i]) : 0.f) * scale + offset;
+      }
+    } else if (affine) {
+      const int scaled = p.alpha == alpha_mode::separate ? p.conv_planes : p.colour;
+      for (int c = 0; c < scaled; ++c) {
+        float* v = p.result.data() + std::size_t(c) * area;
+        for (std::size_t i = begin; i < end; ++i) v[i] = v[i] * scale + offset;
+      }
     }
-  } else if (affine) {
-    const int scaled = p.alpha == alpha_mode::separate ? p.conv_planes : p.colour;
-    for (int c = 0; c < scaled; ++c) {
-      float* v = p.result.data() + std::size_t(c) * area;
-      for (std::size_t i = 0; i < area; ++i) v[i] = v[i] * scale + offset;
-    }
-  }
-  if (p.has_alpha && p.alpha == alpha_mode::keep) {
-    if (p.shift_y == 0 && p.shift_x == 0 && rows == p.height && cols == p.width) {
-      planes.push_back(plane_view(p.kept_alpha, 0, rows, cols));
-    } else {  // 'full' / 'valid': the input alpha under the kernel's centre, through the boundary
-      cv::Mat a(int(rows), int(cols), CV_32F);
+    if (keep && !kept_shifted) {
+      planes.push_back(plane_view(p.kept_alpha, 0, rows, cols).rowRange(int(r0), int(r1)));
+    } else if (kept_shifted) {
+      cv::Mat a(int(r1 - r0), int(cols), CV_32F);
       const float outside = s.semantics.border == conv::boundary::constant ? s.semantics.constant_value : 0.f;
-      for (long long y = 0; y < rows; ++y) {
+      for (long long y = r0; y < r1; ++y) {
         const int r = conv::border_index(y + p.shift_y, p.height, s.semantics.border);
         for (long long x = 0; x < cols; ++x) {
           const int c = conv::border_index(x + p.shift_x, p.width, s.semantics.border);
-          a.at<float>(int(y), int(x)) = (r < 0 || c < 0) ? outside : p.kept_alpha[std::size_t(r) * p.width + c];
+          a.at<float>(int(y - r0), int(x)) = (r < 0 || c < 0) ? outside : p.kept_alpha[std::size_t(r) * p.width + c];
         }
       }
       planes.push_back(a);
     }
-  }
-  if (depth == CV_32F) {
-    cv::merge(planes, out.image);
-    return out;
-  }
-  out.clipped = count_clipped(planes, depth == CV_8U ? 255.0 : 65535.0);
-  // round and saturate plane by plane, then interleave the narrow planes: a quarter (8-bit)
-  // of the bytes through the merge that interleaving floats would move
-  std::vector<cv::Mat> narrow(planes.size());
-  for (std::size_t c = 0; c < planes.size(); ++c) planes[c].convertTo(narrow[c], depth);
-  cv::merge(narrow, out.image);
+    cv::Mat band = out.image.rowRange(int(r0), int(r1));
+    const uchar* before = band.data;
+    if (depth == CV_32F) {
+      cv::merge(planes, band);
+    } else {
+      clipped += count_clipped(planes, depth == CV_8U ? 255.0 : 65535.0);
+      // round and saturate plane by plane, then interleave the narrow planes: a quarter (8-bit)
+      // of the bytes through the merge that interleaving floats would move
+      std::vector<cv::Mat> narrow(planes.size());
+      for (std::size_t c = 0; c < planes.size(); ++c) planes[c].convertTo(narrow[c], depth);
+      cv::merge(narrow, band);
+    }
+    if (band.data != before) throw std::logic_error("from_planes: merge reallocated its output");
+  });
+  out.clipped = clipped;
   return out;
 }
 
 output_image convolve_image(const cv::Mat& image, convolver& c) {
   if (c.settings().device == conv::backend::cuda) return c.run_gpu(image);
-  planar_image p = to_planes(image, c.settings().alpha);
+  planar_image p = to_planes(image, c.settings().alpha, c.settings().copy_threads);
   c.run(p);
-  return from_planes(p, c.settings());
+  return from_planes(p, c.settings(), c.settings().copy_threads);
 }
 
 conv::backend resolve_device(conv::backend requested, bool quiet, std::ostream& notices) {

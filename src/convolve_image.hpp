@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <ostream>
+#include <utility>
 #include <vector>
 
 #include <opencv2/core.hpp>
@@ -54,23 +55,56 @@ struct convolve_settings {
   int threads = 0;                            // CPU backend threads (0: all cores)
   jpeg_decoder decoder = jpeg_decoder::automatic;
   codec_options codec;                        // --quality, --png-level
-  int copy_threads = 1;  // CUDA: threads for the host side of the pinned staging (the one-image
-                         // command gives it every core; a batch's cores decode and encode instead)
+  int copy_threads = 1;  // threads for one image's host-side pixel work: the CUDA path's pinned
+                         // staging, the CPU path's conversions (the one-image command gives it
+                         // every core; a batch's cores decode and encode instead)
 };
 
 // One image between decode and encode.
+// Asks the kernel for transparent huge pages over the whole 2 MiB blocks of [data, data + bytes)
+// before its first write (a no-op where they are off or always on, or off Linux): a fresh 36-150 MB
+// image buffer otherwise takes a page fault per 4 KiB as it is first written.
+void advise_huge_pages(void* data, std::size_t bytes);
+
+// A vector of floats whose resize leaves new elements uninitialised: every plane is written in
+// full before it is read, and a zero fill would be one more pass over ~150 MB (a 12 MP RGB image)
+// and its page faults, on one thread. Large buffers get huge pages (advise_huge_pages).
+template <typename T>
+struct uninitialized_allocator : std::allocator<T> {
+  T* allocate(std::size_t n) {
+    T* p = std::allocator<T>::allocate(n);
+    if (n * sizeof(T) >= (std::size_t(4) << 20)) advise_huge_pages(p, n * sizeof(T));
+    return p;
+  }
+  template <typename U>
+  struct rebind {
+    using other = uninitialized_allocator<U>;
+  };
+  uninitialized_allocator() = default;
+  template <typename U>
+  uninitialized_allocator(const uninitialized_allocator<U>&) noexcept {}
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    if constexpr (sizeof...(Args) == 0)
+      ::new (static_cast<void*>(p)) U;
+    else
+      ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using float_buffer = std::vector<float, uninitialized_allocator<float>>;
+
 struct planar_image {
   int height = 0, width = 0, channels = 0, input_depth = CV_8U;
   int colour = 0;                  // colour planes: 1 (gray) or 3 (BGR)
   bool has_alpha = false;          // 2 or 4 channels: the last one is alpha
   alpha_mode alpha = alpha_mode::premultiply;
   int conv_planes = 0;             // planes convolved: colour, plus alpha unless 'keep'
-  std::vector<float> planes;       // conv_planes x height x width
-  std::vector<float> kept_alpha;   // 'keep': the input alpha plane, height x width
+  float_buffer planes;             // conv_planes x height x width
+  float_buffer kept_alpha;         // 'keep': the input alpha plane, height x width
   // set by convolver::run
   long long out_h = 0, out_w = 0;
   int shift_y = 0, shift_x = 0;    // 'keep': output (y, x) takes input alpha at (y + shift_y, x + shift_x)
-  std::vector<float> result;       // conv_planes x out_h x out_w
+  float_buffer result;             // conv_planes x out_h x out_w
 };
 
 struct output_image {
@@ -78,7 +112,9 @@ struct output_image {
   long long clipped = 0;  // pixels with at least one channel rounded outside the output range
 };
 
-planar_image to_planes(const cv::Mat& image, alpha_mode alpha);
+// threads > 1: the rows in bands on the CPU backend's pool (the one-image command); a batch
+// calls it on each of its decoder threads with 1.
+planar_image to_planes(const cv::Mat& image, alpha_mode alpha, int threads = 1);
 
 class convolver {
  public:
@@ -157,9 +193,10 @@ class convolver {
   std::unique_ptr<gpu_stage> gpu_;
 };
 
-output_image from_planes(planar_image& image, const convolve_settings& settings);
+// threads as to_planes (a batch's encoder threads: 1).
+output_image from_planes(planar_image& image, const convolve_settings& settings, int threads = 1);
 
-// All three steps on one image.
+// All three steps on one image (to_planes and from_planes on settings.copy_threads).
 output_image convolve_image(const cv::Mat& image, convolver& c);
 
 // --device: automatic becomes CUDA when cuda_device_available(), else CPU with a notice on

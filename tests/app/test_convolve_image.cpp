@@ -343,3 +343,35 @@ TEST_CASE("GPU: the CUDA backend gives the CPU backend's 8-bit result", "[app][g
   s.device = conv::backend::cuda;
   check_rounded_equal(run(img, k, s).image, cpu);
 }
+
+TEST_CASE("one image on several threads (copy_threads): the conversions in bands give the one-thread result", "[app]") {
+  // to_planes and from_planes cut the rows into bands on the CPU backend's pool for the
+  // one-image command; every step is per pixel, so the output is the same to the bit
+  struct shape {
+    int rows, cols, type;
+  };
+  const kernel k = make_kernel(5, 7, 21, 1.0);
+  for (const shape sh : {shape{200, 131, CV_8UC3}, shape{157, 90, CV_8UC4}, shape{130, 70, CV_16UC2},
+                         shape{97, 101, CV_32FC1}, shape{300, 41, CV_8UC1}}) {
+    cv::Mat img = test::test_image(sh.rows, sh.cols, sh.type, 31);
+    for (const alpha_mode a : {alpha_mode::premultiply, alpha_mode::separate, alpha_mode::keep})
+      for (const conv::output_mode m : {conv::output_mode::same, conv::output_mode::full, conv::output_mode::valid})
+        for (const conv::boundary b : {conv::boundary::reflect101, conv::boundary::constant}) {
+          convolve_settings s = cpu_settings();
+          s.alpha = a;
+          s.semantics.mode = m;
+          s.semantics.border = b;
+          s.semantics.constant_value = 7;
+          s.scale = 1.25;
+          s.offset = -3;
+          const output_image one = run(img, k, s);
+          s.copy_threads = 3;
+          const output_image three = run(img, k, s);
+          CAPTURE(sh.rows, sh.cols, sh.type, int(a), int(m), int(b));
+          REQUIRE(three.image.size() == one.image.size());
+          REQUIRE(three.image.type() == one.image.type());
+          CHECK(cv::norm(three.image, one.image, cv::NORM_INF) == 0);
+          CHECK(three.clipped == one.clipped);
+        }
+  }
+}
