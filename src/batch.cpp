@@ -25,6 +25,7 @@
 #include "atomic_write.hpp"
 #include "errors.hpp"
 #include "image_io.hpp"
+#include "stack_io.hpp"
 #include "interrupt.hpp"
 #include "device_pool.hpp"
 #include "jpeg_header.hpp"
@@ -382,6 +383,9 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
           m = read_image(items[i].input);  // progressive, gray, CMYK, damaged, ...: libjpeg as always
         } else {
           auto t = stats.time(stage_stats::cpu_decode);
+          if (const int pages = tiff_page_count(items[i].input); pages > 1)  // not its first page alone
+            throw input_error("input '" + items[i].input.string() + "': a stack of " + std::to_string(pages) +
+                              " pages; batch takes single images (convolve a stack with gpuconv STACK KERNEL OUT)");
           m = read_image(items[i].input);
         }
         auto t = stats.time(stage_stats::push_decoded);

@@ -154,14 +154,13 @@ int tiff_page_count(const fs::path& file) {
   if (!is_tiff_file(file)) return 0;
   const tiff_layout t = walk_tiff(file);
   if (t.classic) return t.pages;
-  std::size_t n = 0;  // BigTIFF: libtiff counts
-  cerr_capture cerr;
+  std::size_t n = 0;  // BigTIFF: libtiff counts (no std::cerr capture here: batch decoders call this on many threads)
   try {
     n = cv::imcount(file.string(), cv::IMREAD_UNCHANGED);
   } catch (const cv::Exception&) {
     n = 0;
   }
-  (void)messages(cerr);  // libtiff's complaints are read_stack's to report
+  (void)take_decoder_messages();  // libtiff's complaints are read_stack's to report
   return int(n);
 }
 

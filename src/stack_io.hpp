@@ -35,7 +35,7 @@ bool is_tiff_file(const std::filesystem::path& file);
 
 // The number of pages of a TIFF file: the directories its chain names (a directory cut off
 // by the end of the file counts, so that a damaged stack is read, and reported, as a stack);
-// BigTIFF: libtiff's count. 0 when it is not a TIFF.
+// BigTIFF: libtiff's count. 0 when it is not a TIFF. Safe on several threads at once.
 int tiff_page_count(const std::filesystem::path& file);
 
 // A TIFF with two or more pages: the CLI's 3D path.

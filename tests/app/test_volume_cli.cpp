@@ -311,3 +311,16 @@ TEST_CASE("deconvolve CLI: exit codes", "[app][cli][deconvolve]") {
   }
   CHECK(test::temp_files_under(dir.path()).empty());
 }
+
+TEST_CASE("batch: a stack in the folder is a failure naming it, not its first page", "[app][cli][stack]") {
+  test::scratch_dir dir;
+  fs::create_directories(dir / "in");
+  save(dir, "in/stack.tif", make_volume(3, 8, 8, CV_8U, 6));
+  cv::imwrite((dir / "in" / "a.png").string(), cv::Mat(8, 8, CV_8U, cv::Scalar(40)));
+  const auto r = test::run_gpuconv({"batch", (dir / "in").string(), "box:3", (dir / "out").string(), "--device", "cpu"},
+                                   dir.path());
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, ContainsSubstring("stack.tif") && ContainsSubstring("a stack of 3 pages"));
+  CHECK(fs::exists(dir / "out" / "a.png"));
+  CHECK_FALSE(fs::exists(dir / "out" / "stack.tif"));
+}
