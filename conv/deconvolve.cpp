@@ -8,9 +8,11 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../fft/device/buffer.hpp"
+#include "cpu_rows.hpp"
 #include "rl_steps.hpp"
 
 namespace gpuconv::conv {
@@ -87,19 +89,26 @@ int richardson_lucy::impl::run_host(const float* y, float* u, const deconvolve_p
   for (std::size_t i = 0; i < n; ++i) u[i] = y[i] > 0 ? y[i] : 0.f;
   std::vector<float> b(n), c(n), u_next(options.tv_lambda > 0 ? n : 0);
   const rl::grid g{depth, height, width};
+  const int threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  // the elementwise steps on the CPU pool, a row (z, y) of `width` voxels per unit
+  auto rows = [&](auto&& f) {
+    parallel_units(threads, depth * height, [&](long long row) {
+      const std::size_t first = std::size_t(row * width);
+      const long long z = row / height, r = row % height;
+      for (long long x = 0; x < width; ++x) f(z, r, x, first + std::size_t(x));
+    });
+  };
   for (int k = 0; k < options.iterations; ++k) {
     blur.execute(u, b.data());
-    for (std::size_t i = 0; i < n; ++i) b[i] = rl::ratio(y[i], b[i], eps);
+    rows([&](long long, long long, long long, std::size_t i) { b[i] = rl::ratio(y[i], b[i], eps); });
     correlate.execute(b.data(), c.data());
     if (options.tv_lambda > 0) {
-      std::size_t i = 0;
-      for (long long z = 0; z < depth; ++z)
-        for (long long r = 0; r < height; ++r)
-          for (long long x = 0; x < width; ++x, ++i)
-            u_next[i] = rl::next(u[i], c[i], rl::tv_denominator(u, g, z, r, x, options.tv_lambda, eps2));
+      rows([&](long long z, long long r, long long x, std::size_t i) {
+        u_next[i] = rl::next(u[i], c[i], rl::tv_denominator(u, g, z, r, x, options.tv_lambda, eps2));
+      });
       std::copy(u_next.begin(), u_next.end(), u);
     } else {
-      for (std::size_t i = 0; i < n; ++i) u[i] = rl::next(u[i], c[i], 1.f);
+      rows([&](long long, long long, long long, std::size_t i) { u[i] = rl::next(u[i], c[i], 1.f); });
     }
     if (progress && !progress(k + 1, options.iterations)) return k + 1;
   }
