@@ -26,94 +26,18 @@ namespace gpuconv::conv {
 
 namespace {
 
-template <int n>
-struct fixed_taps {
-  float v[n];
-};
-
-enum class walk { unrolled, column, row, generic };
-
-// The kernel-level entry: block b is tile (b mod tiles_per_plane) of input plane
-// b / tiles_per_plane. K: the unrolled walk's kernel side (1 for the others).
+// The kernel-level entry: the two phases of window_walks.cuh around the barrier.
 template <walk W, int K, typename in_t, typename out_t>
 __global__ void __launch_bounds__(window_policy::max_threads, 1)
     window_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const window_map m, const int kh, const int kw,
                   const fixed_taps<K * K> taps, const float* __restrict__ padded, const long long tiles_x,
                   const long long tiles_per_plane, const int stride, const int taps_floats, const bool vector_store) {
-  constexpr int R = window_policy::rows_per_thread, C = window_policy::columns_per_thread;
-  static_assert(C == 4, "the walks read one float4 per shared row");
   extern __shared__ float4 shared_raw[];
-  float* sm_taps = reinterpret_cast<float*>(shared_raw);
-  float* sm = sm_taps + taps_floats;  // taps_floats is a multiple of 4: rows stay 16-byte aligned
-  const int tile_h = blockDim.y * R, tile_w = blockDim.x * C;
-  const long long b = blockIdx.x, plane = b / tiles_per_plane, t = b - plane * tiles_per_plane;
-  const long long by = t / tiles_x, bx = t - by * tiles_x;
-  const long long y0 = by * tile_h, x0 = bx * tile_w;
-  if constexpr (W != walk::unrolled) {
-    const int threads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
-    for (int e = tid; e < taps_floats; e += threads) sm_taps[e] = padded[e];
-  }
-  load_tile(in + plane * m.height * m.width, m, y0 + m.oy - (kh - 1), x0 + m.ox - (kw - 1), tile_h + kh - 1,
-            tile_w + kw - 1, stride, sm);
+  const window_args a{m, kh, kw, padded, tiles_x, tiles_per_plane, stride, taps_floats, vector_store};
+  window_load<W>(in, a, reinterpret_cast<float*>(shared_raw));
   wait_copies();
   __syncthreads();
-
-  window_acc acc;
-#pragma unroll
-  for (int a = 0; a < R; ++a)
-#pragma unroll
-    for (int c = 0; c < C; ++c) acc[a][c] = 0.f;
-  const float* base = sm + threadIdx.y * R * stride + threadIdx.x * C;
-  if constexpr (W == walk::unrolled) {
-    constexpr int width = round4(C + K - 1);
-#pragma unroll
-    for (int s = 0; s < R + K - 1; ++s) {
-      float v[width];
-#pragma unroll
-      for (int q = 0; q < width; q += 4) {
-        const float4 f = *reinterpret_cast<const float4*>(base + s * stride + q);
-        v[q] = f.x, v[q + 1] = f.y, v[q + 2] = f.z, v[q + 3] = f.w;
-      }
-#pragma unroll
-      for (int a = 0; a < R; ++a) {
-        const int i = a + K - 1 - s;
-        if (i < 0 || i >= K) continue;
-#pragma unroll
-        for (int u = 0; u < K; ++u) {
-          const float tap = taps.v[i * K + K - 1 - u];
-#pragma unroll
-          for (int c = 0; c < C; ++c) acc[a][c] = fmaf(tap, v[c + u], acc[a][c]);
-        }
-      }
-    }
-  } else if constexpr (W == walk::column) {
-    column_walk(base, stride, sm_taps, kh, acc);
-  } else if constexpr (W == walk::row) {
-    row_walk(base, stride, sm_taps, kw, acc);
-  } else {  // generic: taps row i at sm_taps[i kw4 + u] = k(i, kw-1-u), zero for u >= kw
-    const int kw4 = round4(kw);
-    for (int u0 = 0; u0 < kw4; u0 += 4) {
-      for (int s = 0; s < R + kh - 1; ++s) {
-        const float4 lo = *reinterpret_cast<const float4*>(base + s * stride + u0);
-        const float4 hi = *reinterpret_cast<const float4*>(base + s * stride + u0 + 4);
-        const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-#pragma unroll
-        for (int a = 0; a < R; ++a) {
-          const int i = a + kh - 1 - s;
-          if ((unsigned)i < (unsigned)kh) {
-            const float4 t4 = *reinterpret_cast<const float4*>(sm_taps + i * kw4 + u0);
-            const float tap[4] = {t4.x, t4.y, t4.z, t4.w};
-#pragma unroll
-            for (int u = 0; u < 4; ++u)
-#pragma unroll
-              for (int c = 0; c < C; ++c) acc[a][c] = fmaf(tap[u], v[c + u], acc[a][c]);
-          }
-        }
-      }
-    }
-  }
-
-  store_tile(acc, out, m, plane, y0, x0, vector_store);
+  window_sum<W, K>(out, a, taps, reinterpret_cast<const float*>(shared_raw));
 }
 
 std::size_t shape_bytes(const window_shape& s, int kh) {
@@ -167,6 +91,16 @@ bool direct_tiles::supports(int kh, int kw) {
   }
 }
 
+std::vector<float> padded_taps(const float* kernels, int count, int kh, int kw) {
+  const int kw4 = round4(kw);
+  std::vector<float> padded(std::size_t(count) * kh * kw4, 0.f);
+  for (int k = 0; k < count; ++k)
+    for (int i = 0; i < kh; ++i)
+      for (int u = 0; u < kw; ++u)
+        padded[(std::size_t(k) * kh + i) * kw4 + u] = kernels[(std::size_t(k) * kh + i) * kw + kw - 1 - u];
+  return padded;
+}
+
 direct_tiles::direct_tiles(const std::vector<float>& kernels, int count, int kh, int kw)
     : count_(count), kh_(kh), kw_(kw), host_(kernels) {
   if (!supports(kh, kw))
@@ -175,12 +109,7 @@ direct_tiles::direct_tiles(const std::vector<float>& kernels, int count, int kh,
   if (count < 1 || kernels.size() != std::size_t(count) * kh * kw)
     throw std::invalid_argument("direct_tiles: " + std::to_string(kernels.size()) + " kernel values for " +
                                 std::to_string(count) + " kernels of " + std::to_string(kh) + " x " + std::to_string(kw));
-  const int kw4 = round4(kw);
-  std::vector<float> padded(std::size_t(count) * kh * kw4, 0.f);
-  for (int k = 0; k < count; ++k)
-    for (int i = 0; i < kh; ++i)
-      for (int u = 0; u < kw; ++u)
-        padded[(std::size_t(k) * kh + i) * kw4 + u] = kernels[(std::size_t(k) * kh + i) * kw + kw - 1 - u];
+  const std::vector<float> padded = padded_taps(kernels.data(), count, kh, kw);
   padded_ = device_buffer<float>(padded.size());
   GPUCONV_CUDA(cudaMemcpy(padded_.data(), padded.data(), padded_.bytes(), cudaMemcpyHostToDevice));
 }

@@ -77,6 +77,10 @@ window_shape window_shape_for(long long out_h, long long out_w, int kh, int kw);
 // The kernel sizes the unrolled walk is compiled for (square, odd).
 constexpr bool direct_unrolled(int kh, int kw) { return kh == kw && kh >= 3 && kh <= 11 && kh % 2 == 1; }
 
+// `count` kernels of kh x kw as the shared-memory walks read them: each kh x round_up(kw, 4),
+// reversed along x (element u of row i is k(i, kw - 1 - u)), zero padded.
+std::vector<float> padded_taps(const float* kernels, int count, int kh, int kw);
+
 class direct_tiles {
  public:
   // Kernels whose shared tile fits one row of threads: any kh, kw up to 255 when the other

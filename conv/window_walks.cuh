@@ -123,4 +123,115 @@ __device__ GPUCONV_INLINE void store_tile(const window_acc& acc, out_t* out, con
   }
 }
 
+// Launch parameters by value: kernel k's taps when the unrolled walk reads them as constant-bank
+// operands (n = K * K), a placeholder otherwise.
+template <int n>
+struct fixed_taps {
+  float v[n];
+};
+
+enum class walk { unrolled, column, row, generic };
+
+// What the direct path's window kernel is given (direct.cu), shared by its two phases.
+struct window_args {
+  window_map m;
+  int kh, kw;
+  const float* padded;  // the taps as the shared-memory walks read them (direct_tiles::padded)
+  long long tiles_x, tiles_per_plane;
+  int stride, taps_floats;
+  bool vector_store;
+};
+
+// Block b: tile (b mod tiles_per_plane) of input plane b / tiles_per_plane.
+struct window_block {
+  long long plane, y0, x0;
+};
+__device__ GPUCONV_INLINE window_block locate_block(long long tiles_x, long long tiles_per_plane) {
+  constexpr int R = window_policy::rows_per_thread, C = window_policy::columns_per_thread;
+  const long long b = blockIdx.x, plane = b / tiles_per_plane, t = b - plane * tiles_per_plane;
+  const long long by = t / tiles_x, bx = t - by * tiles_x;
+  return {plane, by * blockDim.y * R, bx * blockDim.x * C};
+}
+
+// Phase 1, before the barrier: the taps (shared-memory walks) and the window into shared
+// memory (taps first, taps_floats of them, then the window's rows).
+template <walk W, typename in_t>
+__device__ GPUCONV_INLINE void window_load(const in_t* __restrict__ in, const window_args& a, float* shared) {
+  constexpr int R = window_policy::rows_per_thread, C = window_policy::columns_per_thread;
+  const window_block blk = locate_block(a.tiles_x, a.tiles_per_plane);
+  if constexpr (W != walk::unrolled) {
+    const int threads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
+    for (int e = tid; e < a.taps_floats; e += threads) shared[e] = a.padded[e];
+  }
+  load_tile(in + blk.plane * a.m.height * a.m.width, a.m, blk.y0 + a.m.oy - (a.kh - 1), blk.x0 + a.m.ox - (a.kw - 1),
+            int(blockDim.y) * R + a.kh - 1, int(blockDim.x) * C + a.kw - 1, a.stride, shared + a.taps_floats);
+}
+
+// Phase 2, after the barrier: the thread's outputs summed by walk W, and stored.
+template <walk W, int K, typename out_t>
+__device__ GPUCONV_INLINE void window_sum(out_t* __restrict__ out, const window_args& args, const fixed_taps<K * K>& taps,
+                                          const float* shared) {
+  constexpr int R = window_policy::rows_per_thread, C = window_policy::columns_per_thread;
+  static_assert(C == 4, "the walks read one float4 per shared row");
+  const window_block blk = locate_block(args.tiles_x, args.tiles_per_plane);
+  const float* sm_taps = shared;
+  const int stride = args.stride, kh = args.kh, kw = args.kw;
+  window_acc acc;
+#pragma unroll
+  for (int a = 0; a < R; ++a)
+#pragma unroll
+    for (int c = 0; c < C; ++c) acc[a][c] = 0.f;
+  const float* base = shared + args.taps_floats + threadIdx.y * R * stride + threadIdx.x * C;
+  if constexpr (W == walk::unrolled) {
+    constexpr int width = round4(C + K - 1);
+#pragma unroll
+    for (int s = 0; s < R + K - 1; ++s) {
+      float v[width];
+#pragma unroll
+      for (int q = 0; q < width; q += 4) {
+        const float4 f = *reinterpret_cast<const float4*>(base + s * stride + q);
+        v[q] = f.x, v[q + 1] = f.y, v[q + 2] = f.z, v[q + 3] = f.w;
+      }
+#pragma unroll
+      for (int a = 0; a < R; ++a) {
+        const int i = a + K - 1 - s;
+        if (i < 0 || i >= K) continue;
+#pragma unroll
+        for (int u = 0; u < K; ++u) {
+          const float tap = taps.v[i * K + K - 1 - u];
+#pragma unroll
+          for (int c = 0; c < C; ++c) acc[a][c] = fmaf(tap, v[c + u], acc[a][c]);
+        }
+      }
+    }
+  } else if constexpr (W == walk::column) {
+    column_walk(base, stride, sm_taps, kh, acc);
+  } else if constexpr (W == walk::row) {
+    row_walk(base, stride, sm_taps, kw, acc);
+  } else {  // generic: taps row i at sm_taps[i kw4 + u] = k(i, kw-1-u), zero for u >= kw
+    const int kw4 = round4(kw);
+    for (int u0 = 0; u0 < kw4; u0 += 4) {
+      for (int s = 0; s < R + kh - 1; ++s) {
+        const float4 lo = *reinterpret_cast<const float4*>(base + s * stride + u0);
+        const float4 hi = *reinterpret_cast<const float4*>(base + s * stride + u0 + 4);
+        const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+        for (int a = 0; a < R; ++a) {
+          const int i = a + kh - 1 - s;
+          if ((unsigned)i < (unsigned)kh) {
+            const float4 t4 = *reinterpret_cast<const float4*>(sm_taps + i * kw4 + u0);
+            const float tap[4] = {t4.x, t4.y, t4.z, t4.w};
+#pragma unroll
+            for (int u = 0; u < 4; ++u)
+#pragma unroll
+              for (int c = 0; c < C; ++c) acc[a][c] = fmaf(tap[u], v[c + u], acc[a][c]);
+          }
+        }
+      }
+    }
+  }
+
+  store_tile(acc, out, args.m, blk.plane, blk.y0, blk.x0, args.vector_store);
+}
+
 }  // namespace gpuconv::conv

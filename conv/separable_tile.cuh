@@ -1,0 +1,214 @@
+// Block level of the separable path (separable.cu): the shared-tile kernel and the box kernels'
+// phases, each a device function, so that the __global__ entries are the phases with a barrier
+// between them (and tests/conv/test_window_emulation.cpp runs the same phases on the CPU).
+//
+// Shared tile (kernels up to tile_max_side a side): the window of (tile_h + kh - 1) x (tile_w +
+// kw - 1) extended pixels, the row walk over its rows into tile_h + kh - 1 rows of tile_w row sums
+// (in rounds of tile_h rows), the column walk over those into the tile's outputs. The image is
+// read once (the halo from L2) and the output written once: 8 B a pixel in fp32.
+//
+// Box kernels (constant factors): running sums in double, O(1) work per output whatever K.
+//   row pass     a block loads box_policy::rows extended rows of width + kw - 1 pixels; each
+//                thread sums a segment of one row: the first output's kw pixels, then add the
+//                pixel entering and subtract the one leaving; results go back through shared
+//                memory for coalesced stores. Lanes are rows and the shared stride is odd, so
+//                the lanes' reads fall in different banks.
+//   column pass  a thread per column and run of rows, reading the intermediate down the column
+//                (lanes on consecutive columns: coalesced), the same running sum.
+#pragma once
+#include <cstddef>
+
+#include "window_tile.cuh"
+#include "window_walks.cuh"
+
+namespace gpuconv::conv {
+
+constexpr int tile_max_side = 32;
+
+struct tile_layout {
+  int stride_in, stride_mid, window_rows, mid_rows, row_taps, column_taps;
+  std::size_t bytes;
+};
+
+// shared: row taps (round_up(kw, 4)), column taps (4 kh), the window (mid_rows + R - 1 rows:
+// the row walk's last round reads R rows from its first), the row sums (mid_rows); both tap
+// counts are multiples of 4, so float4 rows stay aligned
+HOST_DEVICE inline tile_layout tile_layout_for(int tile_h, int tile_w, int kh, int kw) {
+  tile_layout l;
+  l.stride_in = tile_w + round4(kw) + 4;
+  l.stride_mid = tile_w + 4;
+  l.mid_rows = tile_h + kh - 1;
+  l.window_rows = l.mid_rows + window_policy::rows_per_thread - 1;
+  l.row_taps = round4(kw);
+  l.column_taps = 4 * kh;
+  l.bytes = (std::size_t(l.row_taps) + l.column_taps + std::size_t(l.window_rows) * l.stride_in +
+             std::size_t(l.mid_rows) * l.stride_mid) * 4;
+  return l;
+}
+
+// The shared tile's block shape for an out_h x out_w output: the direct path's (tx, ty), fewer
+// rows of threads while the tile exceeds the direct path's shared-memory limit.
+struct tile_shape {
+  window_shape shape;  // tx, ty, tile_w (tile_h and tiles_y: from ty)
+  tile_layout layout;
+  long long tiles_y, tiles_x;
+};
+inline tile_shape tile_shape_for(long long out_h, long long out_w, int kh, int kw) {
+  window_shape s = window_shape_for(out_h, out_w, kh, kw);
+  tile_layout l = tile_layout_for(s.ty * window_policy::rows_per_thread, s.tile_w, kh, kw);
+  while (l.bytes > (std::size_t)window_policy::max_shared_bytes && s.ty > 1)
+    l = tile_layout_for(--s.ty * window_policy::rows_per_thread, s.tile_w, kh, kw);
+  s.tile_h = s.ty * window_policy::rows_per_thread;
+  return {s, l, (out_h + s.tile_h - 1) / s.tile_h, (out_w + s.tile_w - 1) / s.tile_w};
+}
+
+struct tile_args {
+  window_map m;
+  int kh, kw;
+  const float* row_taps;     // direct_tiles::padded of the 1 x kw row factors
+  const float* column_taps;  // direct_tiles::padded of the kh x 1 column factors
+  long long tiles_x, tiles_per_plane;
+  bool vector_store;
+};
+
+// Phase 1: the taps and the window.
+template <typename in_t>
+__device__ GPUCONV_INLINE void tile_load(const in_t* __restrict__ in, const tile_args& a, float* shared) {
+  constexpr int R = window_policy::rows_per_thread, C = window_policy::columns_per_thread;
+  const int tile_w = blockDim.x * C;
+  const tile_layout l = tile_layout_for(blockDim.y * R, tile_w, a.kh, a.kw);
+  const window_block blk = locate_block(a.tiles_x, a.tiles_per_plane);
+  const int threads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
+  for (int e = tid; e < l.row_taps; e += threads) shared[e] = a.row_taps[e];
+  for (int e = tid; e < l.column_taps; e += threads) shared[l.row_taps + e] = a.column_taps[e];
+  load_tile(in + blk.plane * a.m.height * a.m.width, a.m, blk.y0 + a.m.oy - (a.kh - 1), blk.x0 + a.m.ox - (a.kw - 1),
+            l.mid_rows, tile_w + a.kw - 1, l.stride_in, shared + l.row_taps + l.column_taps);
+}
+
+// Phase 2: the row pass, mid row q, column c = sum_j r(j) window(q, c + kw - 1 - j).
+__device__ GPUCONV_INLINE void tile_rows(const tile_args& a, float* shared) {
+  constexpr int R = window_policy::rows_per_thread, C = window_policy::columns_per_thread;
+  const int tile_h = blockDim.y * R;
+  const tile_layout l = tile_layout_for(tile_h, blockDim.x * C, a.kh, a.kw);
+  const float* window = shared + l.row_taps + l.column_taps;
+  float* mid = shared + l.row_taps + l.column_taps + l.window_rows * l.stride_in;
+  window_acc acc;
+  for (int r0 = threadIdx.y * R; r0 < l.mid_rows; r0 += tile_h) {
+#pragma unroll
+    for (int i = 0; i < R; ++i)
+#pragma unroll
+      for (int c = 0; c < C; ++c) acc[i][c] = 0.f;
+    row_walk(window + r0 * l.stride_in + threadIdx.x * C, l.stride_in, shared, a.kw, acc);
+#pragma unroll
+    for (int i = 0; i < R; ++i)
+      if (r0 + i < l.mid_rows)
+        *reinterpret_cast<float4*>(mid + (r0 + i) * l.stride_mid + threadIdx.x * C) =
+            make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+  }
+}
+
+// Phase 3: the column pass, out(y0 + a, c) = sum_i c(i) mid(a + kh - 1 - i, c), and the store.
+template <typename out_t>
+__device__ GPUCONV_INLINE void tile_columns(out_t* __restrict__ out, const tile_args& a, const float* shared) {
+  constexpr int R = window_policy::rows_per_thread, C = window_policy::columns_per_thread;
+  const tile_layout l = tile_layout_for(blockDim.y * R, blockDim.x * C, a.kh, a.kw);
+  const float* mid = shared + l.row_taps + l.column_taps + l.window_rows * l.stride_in;
+  window_acc acc;
+#pragma unroll
+  for (int i = 0; i < R; ++i)
+#pragma unroll
+    for (int c = 0; c < C; ++c) acc[i][c] = 0.f;
+  column_walk(mid + threadIdx.y * R * l.stride_mid + threadIdx.x * C, l.stride_mid, shared + l.row_taps, a.kh, acc);
+  const window_block blk = locate_block(a.tiles_x, a.tiles_per_plane);
+  store_tile(acc, out, a.m, blk.plane, blk.y0, blk.x0, a.vector_store);
+}
+
+struct box_policy {
+  static constexpr int rows = 32;             // row pass: rows a block (a warp's lanes: one row each)
+  static constexpr int width = 128;           // row pass: outputs a row a block
+  static constexpr int segment = 32;          // row pass: outputs a thread
+  static constexpr int threads = rows * width / segment;
+  static constexpr int column_threads = 128;  // column pass: columns a block
+  static constexpr int column_run = 256;      // column pass: outputs a thread down its column
+  static constexpr int max_side = 1024;       // beyond: the FMA walks (the shared window would not fit)
+};
+
+// Shared floats per row of the row pass's window: >= width + kw (the last slide reads column
+// width - 1 + kw; zero past the window), odd.
+HOST_DEVICE constexpr int box_stride(int kw) { return (box_policy::width + kw) | 1; }
+HOST_DEVICE constexpr std::size_t box_shared_bytes(int kw) {
+  return std::size_t(box_policy::rows) * (box_stride(kw) + box_policy::width + 1) * 4;
+}
+
+struct box_args {
+  window_map m;  // the row pass's map (kh = 1)
+  int kw;
+  float factor;
+  long long tiles_x, tiles_per_plane;  // tiles of box_policy::rows x width
+};
+
+__device__ GPUCONV_INLINE window_block box_block(const box_args& a) {
+  const long long b = blockIdx.x, plane = b / a.tiles_per_plane, t = b - plane * a.tiles_per_plane;
+  const long long by = t / a.tiles_x;
+  return {plane, by * box_policy::rows, (t - by * a.tiles_x) * box_policy::width};
+}
+
+// Row pass, phase 1: the window.
+template <typename in_t>
+__device__ GPUCONV_INLINE void box_rows_load(const in_t* __restrict__ in, const box_args& a, float* shared) {
+  const window_block blk = box_block(a);
+  load_tile(in + blk.plane * a.m.height * a.m.width, a.m, blk.y0 + a.m.oy, blk.x0 + a.m.ox - (a.kw - 1),
+            box_policy::rows, box_policy::width + a.kw - 1, box_stride(a.kw), shared);
+}
+
+// Row pass, phase 2: output x0 + c of a row sums window columns c .. c + kw - 1.
+__device__ GPUCONV_INLINE void box_rows_sum(const box_args& a, float* shared) {
+  constexpr int rows = box_policy::rows, width = box_policy::width, segment = box_policy::segment;
+  const int stride = box_stride(a.kw), row = threadIdx.x % rows, first = threadIdx.x / rows * segment;
+  const float* src = shared + row * stride + first;
+  double sum = 0;
+  for (int j = 0; j < a.kw; ++j) sum += src[j];
+  float* dst = shared + rows * stride + row * (width + 1) + first;
+#pragma unroll 4
+  for (int c = 0; c < segment; ++c) {
+    dst[c] = float(double(a.factor) * sum);
+    sum += double(src[c + a.kw]) - double(src[c]);
+  }
+}
+
+// Row pass, phase 3: the sums out, coalesced.
+__device__ GPUCONV_INLINE void box_rows_store(float* __restrict__ out, const box_args& a, const float* shared) {
+  constexpr int rows = box_policy::rows, width = box_policy::width;
+  const window_block blk = box_block(a);
+  const float* res = shared + rows * box_stride(a.kw);
+  float* plane_out = out + (blk.plane * a.m.out_step + a.m.out_offset) * a.m.out_h * a.m.out_w;
+  for (int e = threadIdx.x; e < rows * width; e += box_policy::threads) {
+    const int r = e / width, c = e % width;
+    const long long y = blk.y0 + r, x = blk.x0 + c;
+    if (y < a.m.out_h && x < a.m.out_w) plane_out[y * a.m.out_w + x] = res[r * (width + 1) + c];
+  }
+}
+
+// Column pass (one phase). m: its map (height = the intermediate's rows, width = out_w, 'valid'
+// along y); out(y) sums intermediate rows y .. y + kh - 1.
+template <typename out_t>
+__device__ GPUCONV_INLINE void box_column(const float* __restrict__ tmp, out_t* __restrict__ out, const window_map& m,
+                                          int kh, float factor, long long runs, long long column_blocks) {
+  const long long b = blockIdx.x, per_plane = runs * column_blocks, plane = b / per_plane, t = b - plane * per_plane;
+  const long long run = t / column_blocks, cb = t - run * column_blocks;
+  const long long x = cb * box_policy::column_threads + threadIdx.x;
+  if (x >= m.out_w) return;
+  const long long y0 = run * box_policy::column_run;
+  const long long y1 = y0 + box_policy::column_run < m.out_h ? y0 + box_policy::column_run : m.out_h;
+  const float* column = tmp + plane * m.height * m.width + x;
+  double sum = 0;
+  for (int i = 0; i < kh; ++i) sum += column[(y0 + i) * m.width];
+  out_t* dst = out + (plane * m.out_step + m.out_offset) * m.out_h * m.out_w + x;
+#pragma unroll 4
+  for (long long y = y0; y < y1; ++y) {
+    dst[y * m.out_w] = store_pixel<out_t>(float(double(factor) * sum));
+    if (y + 1 < y1) sum += double(column[(y + kh) * m.width]) - double(column[y * m.width]);
+  }
+}
+
+}  // namespace gpuconv::conv

@@ -1,0 +1,222 @@
+// The direct and separable paths' block-level device code (conv/window_tile.cuh,
+// conv/window_walks.cuh, conv/separable_tile.cuh) run on the CPU, so that its index maps, the boundary rule in the loader, every walk of the taps and
+// the stores are checked against the double-precision reference on a machine without a GPU.
+// The CUDA builtins are emulated: threadIdx, blockIdx and blockDim are globals set for each
+// emulated thread, and a block runs each phase between barriers (window_load, then window_sum;
+// tile_load, tile_rows, tile_columns; box_rows_load, box_rows_sum, box_rows_store) for every
+// thread before the next, which is what __syncthreads guarantees. Shared memory starts as NaN, so a walk that reads an element the loader did not
+// write shows in the output. What this cannot see: races, cp.async (host code takes the plain
+// load), the launcher's block shapes beyond window_shape_for, and register-level compilation.
+#include <catch2/catch_test_macros.hpp>
+
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include <vector_functions.h>
+#include <vector_types.h>
+
+namespace {
+struct emulated_dim {
+  unsigned x = 0, y = 0, z = 0;
+};
+}  // namespace
+emulated_dim threadIdx, blockIdx, blockDim;  // what the device code reads (one emulated thread at a time)
+inline int __float2int_rn(float v) {         // round half to even; NaN gives INT_MIN (pixel.cuh saturates it)
+  if (v != v) return INT_MIN;
+  const float r = std::nearbyint(v);
+  return r >= 2147483647.f ? INT_MAX : r <= -2147483648.f ? INT_MIN : int(r);
+}
+using std::max;
+
+#include "conv/reference.hpp"
+#include "conv/separable.hpp"
+#include "conv/separable_tile.cuh"
+#include "conv/window_tile.cuh"
+#include "conv/window_walks.cuh"
+#include "method_check.hpp"
+
+using namespace gpuconv;
+using namespace gpuconv::conv;
+
+namespace {
+
+// One launch of direct.cu's window_kernel<W, K>, block after block, for the effective kernel k.
+template <walk W, int K, typename T>
+void emulate_window(const T* in, T* out, const window_map& m, int kh, int kw, const float* k) {
+  const window_shape s = window_shape_for(m.out_h, m.out_w, kh, kw);
+  const std::vector<float> padded = padded_taps(k, 1, kh, kw);
+  fixed_taps<K * K> taps{};
+  if constexpr (W == walk::unrolled)
+    for (int i = 0; i < K * K; ++i) taps.v[i] = k[i];
+  const bool vector_store = m.out_w % 4 == 0;  // std::vector's data is 16-byte aligned here
+  const window_args a{m, kh, kw, padded.data(), s.tiles_x, s.tiles_y * s.tiles_x, s.stride, s.taps_floats,
+                      vector_store};
+  std::vector<float4> shared(s.shared_bytes / sizeof(float4) + 1);
+  float* sm = reinterpret_cast<float*>(shared.data());
+  blockDim = {unsigned(s.tx), unsigned(s.ty), 1};
+  for (long long b = 0; b < m.planes * s.tiles_y * s.tiles_x; ++b) {
+    std::fill(sm, sm + shared.size() * 4, NAN);
+    blockIdx = {unsigned(b), 0, 0};
+    for (unsigned y = 0; y < blockDim.y; ++y)
+      for (unsigned x = 0; x < blockDim.x; ++x) threadIdx = {x, y, 0}, window_load<W>(in, a, sm);
+    for (unsigned y = 0; y < blockDim.y; ++y)
+      for (unsigned x = 0; x < blockDim.x; ++x) threadIdx = {x, y, 0}, window_sum<W, K>(out, a, taps, sm);
+  }
+}
+
+// Runs phase(tx, ty) for every thread of a blockDim.x x blockDim.y block.
+template <typename F>
+void for_threads(F&& phase) {
+  for (unsigned y = 0; y < blockDim.y; ++y)
+    for (unsigned x = 0; x < blockDim.x; ++x) threadIdx = {x, y, 0}, phase();
+}
+
+// The separable path for one rank-1 kernel (factors c, r) as separable.cu launches it: the
+// shared tile up to tile_max_side a side, else for a box the running sums (the two window
+// passes are the walks checked above).
+template <typename T>
+void emulate_separable(const T* in, T* out, const window_map& m, int kh, int kw, const rank1_factors& f) {
+  const std::vector<float> row_taps = padded_taps(f.row.data(), 1, 1, kw), column_taps = padded_taps(f.column.data(), 1, kh, 1);
+  if (separable_tiles::uses_tile(kh, kw)) {
+    const tile_shape t = tile_shape_for(m.out_h, m.out_w, kh, kw);
+    const tile_args a{m, kh, kw, row_taps.data(), column_taps.data(), t.tiles_x, t.tiles_y * t.tiles_x, m.out_w % 4 == 0};
+    std::vector<float> shared(t.layout.bytes / 4);
+    blockDim = {unsigned(t.shape.tx), unsigned(t.shape.ty), 1};
+    for (long long b = 0; b < m.planes * t.tiles_y * t.tiles_x; ++b) {
+      std::fill(shared.begin(), shared.end(), NAN);
+      blockIdx = {unsigned(b), 0, 0};
+      for_threads([&] { tile_load(in, a, shared.data()); });
+      for_threads([&] { tile_rows(a, shared.data()); });
+      for_threads([&] { tile_columns(out, a, shared.data()); });
+    }
+    return;
+  }
+  REQUIRE(box_factors(f, 1, kh, kw));
+  // the maps of separable_tiles::run: rows oy - (kh - 1) .. of the image into out_h + kh - 1
+  // intermediate rows, then 'valid' along y over those
+  const long long tmp_h = m.out_h + kh - 1;
+  const window_map rows{m.height, m.width, tmp_h, m.out_w, m.oy - (kh - 1), m.ox, m.border, m.constant_value, m.planes, 1, 0};
+  const window_map columns{tmp_h, m.out_w, m.out_h, m.out_w, kh - 1, 0, boundary::zero, 0.f, m.planes, 1, 0};
+  std::vector<float> tmp(std::size_t(m.planes * tmp_h * m.out_w), NAN);
+  const long long tiles_x = (m.out_w + box_policy::width - 1) / box_policy::width;
+  const long long tiles_y = (tmp_h + box_policy::rows - 1) / box_policy::rows;
+  const box_args a{rows, kw, f.row[0], tiles_x, tiles_y * tiles_x};
+  std::vector<float> shared(box_shared_bytes(kw) / 4);
+  blockDim = {unsigned(box_policy::threads), 1, 1};
+  for (long long b = 0; b < m.planes * tiles_y * tiles_x; ++b) {
+    std::fill(shared.begin(), shared.end(), NAN);
+    blockIdx = {unsigned(b), 0, 0};
+    for_threads([&] { box_rows_load(in, a, shared.data()); });
+    for_threads([&] { box_rows_sum(a, shared.data()); });
+    for_threads([&] { box_rows_store(tmp.data(), a, shared.data()); });
+  }
+  const long long runs = (m.out_h + box_policy::column_run - 1) / box_policy::column_run;
+  const long long column_blocks = (m.out_w + box_policy::column_threads - 1) / box_policy::column_threads;
+  blockDim = {unsigned(box_policy::column_threads), 1, 1};
+  for (long long b = 0; b < m.planes * runs * column_blocks; ++b) {
+    blockIdx = {unsigned(b), 0, 0};
+    for_threads([&] { box_column(tmp.data(), out, columns, kh, f.column[0], runs, column_blocks); });
+  }
+}
+
+// Walk W over every mode x operation x boundary on an h x w x 2 image, float and uint8, against
+// direct_convolve (the same allowance as the GPU tests: 1e-5 of the |k| * |x| scale).
+// emulate(in, out, map, effective kernel) runs one path; `kernel` makes the kernel from a seed.
+template <typename Emulate, typename Kernel>
+void check_emulated(const char* what, int kh, int kw, long long h, long long w, Emulate&& emulate, Kernel&& make_kernel) {
+  test::for_each_semantics(kh, kw, h, w, [&](const options& o) {
+    const auto seed = test::fresh_seed();
+    INFO(what << ", kernel " << kh << "x" << kw << ", image " << h << "x" << w << ", mode " << int(o.mode)
+              << ", op " << int(o.op) << ", border " << int(o.border) << ", seed " << seed);
+    const int planes = 2;
+    const auto x = test::random_reals<float>(std::size_t(h * w * planes), seed);
+    const std::vector<float> kernel = make_kernel(seed + 1);
+    const geometry g = make_geometry(h, w, kh, kw, o.mode);
+    const auto eff = effective_kernel(kernel.data(), kh, kw, o.op);
+    const window_map m{h, w, g.out_h, g.out_w, g.oy, g.ox, o.border, o.constant_value, planes, 1, 0};
+    std::vector<float> out(std::size_t(g.out_h * g.out_w * planes), -7.f);
+    emulate(x.data(), out.data(), m, eff);
+    std::vector<double> ref(out.size()), scale(out.size());
+    direct_convolve(x.data(), h, w, planes, kernel.data(), kh, kw, o, ref.data());
+    std::vector<float> x_abs(x), k_abs(kernel);
+    for (auto& v : x_abs) v = std::abs(v);
+    for (auto& v : k_abs) v = std::abs(v);
+    options o_abs = o;
+    o_abs.constant_value = std::abs(o.constant_value);
+    direct_convolve(x_abs.data(), h, w, planes, k_abs.data(), kh, kw, o_abs, scale.data());
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      REQUIRE(std::isfinite(out[i]));
+      num += (out[i] - ref[i]) * (out[i] - ref[i]);
+      den += std::max(scale[i], 1e-3) * std::max(scale[i], 1e-3);
+    }
+    CHECK(std::sqrt(num / den) <= 1e-5);
+    // uint8 in and out: the float result of the same pixels, rounded half to even and saturated
+    std::vector<std::uint8_t> x8(x.size()), out8(out.size(), 77);
+    std::vector<float> x8f(x.size()), out8f(out.size());
+    for (std::size_t i = 0; i < x.size(); ++i) x8f[i] = x8[i] = std::uint8_t(std::lround((x[i] * 0.5 + 0.5) * 255));
+    window_map m8 = m;
+    m8.constant_value = std::nearbyint(std::min(255.f, std::max(0.f, o.constant_value * 255)));
+    std::vector<float> k8(eff);
+    for (auto& v : k8) v = std::abs(v) / float(kh * kw) * 1.5f;  // outputs past 255 on some pixels: saturation
+    emulate(x8.data(), out8.data(), m8, k8);
+    emulate(x8f.data(), out8f.data(), m8, k8);
+    for (std::size_t i = 0; i < out.size(); ++i)
+      REQUIRE(double(out8[i]) == std::min(255.0, std::max(0.0, double(std::nearbyint(out8f[i])))));
+  });
+}
+
+template <walk W, int K = 1>
+void check_walk(int kh, int kw, long long h, long long w) {
+  check_emulated(
+      "direct walk", kh, kw, h, w,
+      [&](const auto* in, auto* out, const window_map& m, const std::vector<float>& k) {
+        emulate_window<W, K>(in, out, m, kh, kw, k.data());
+      },
+      [&](std::uint64_t seed) { return test::random_reals<float>(std::size_t(kh) * kw, seed); });
+}
+
+// box: every value of the kernel equal (the running sums past tile_max_side)
+void check_separable(int kh, int kw, long long h, long long w, bool box) {
+  check_emulated(
+      box ? "separable box" : "separable", kh, kw, h, w,
+      [&](const auto* in, auto* out, const window_map& m, const std::vector<float>& k) {
+        const rank1_factors f = factor_rank1(k.data(), kh, kw);
+        REQUIRE(f.found());
+        emulate_separable(in, out, m, kh, kw, f);
+      },
+      [&](std::uint64_t seed) {
+        return box ? std::vector<float>(std::size_t(kh) * kw, 1.f / float(kh * kw)) : test::make_kernels(1, kh, kw, true, seed);
+      });
+}
+
+}  // namespace
+
+TEST_CASE("direct path's device code, emulated on the CPU: unrolled walk", "[conv]") {
+  check_walk<walk::unrolled, 3>(3, 3, 70, 150);   // several blocks across, partial last block
+  check_walk<walk::unrolled, 5>(5, 5, 9, 13);     // 8-lane blocks, the image smaller than one
+  check_walk<walk::unrolled, 11>(11, 11, 40, 44);
+}
+
+TEST_CASE("direct path's device code, emulated on the CPU: column, row and generic walks", "[conv]") {
+  check_walk<walk::column>(7, 1, 70, 37);   // no middle rows (kh < 8)
+  check_walk<walk::column>(13, 1, 70, 37);  // the register-shifted middle
+  check_walk<walk::column>(1, 1, 5, 6);
+  check_walk<walk::row>(1, 9, 30, 150);
+  check_walk<walk::row>(1, 2, 17, 5);
+  check_walk<walk::generic>(4, 6, 70, 140);
+  check_walk<walk::generic>(2, 2, 1, 1);
+  check_walk<walk::generic>(9, 13, 20, 11);  // kernel wider than the image
+}
+
+TEST_CASE("separable path's device code, emulated on the CPU: shared tile and box running sums", "[conv]") {
+  check_separable(3, 3, 70, 150, false);
+  check_separable(9, 5, 33, 20, false);    // the column walk's middle, 8-lane blocks
+  check_separable(32, 32, 80, 140, false);  // the tile's largest: two rounds of the row pass
+  check_separable(1, 1, 4, 4, false);
+  check_separable(33, 40, 50, 290, true);   // several row blocks and column blocks
+  check_separable(41, 1, 300, 30, true);    // two runs down a column
+  check_separable(1, 45, 9, 13, true);      // the kernel wider than the image
+}
