@@ -2,7 +2,7 @@
 # GPU check: configure, build, run every test (the [gpu] ones included) and the benchmarks on
 # a machine with a CUDA GPU (OpenCV optional), then print a short summary last.
 # Logs go to $OUT (the device tool's output folder) or ./gpu-check-logs.
-#   scripts/gpu-check.sh [--no-bench] [--bench-only] [--benches fft1d,conv(,fft3d,conv3d,sweep)] [--tests FILTER] [--sanitize]
+#   scripts/gpu-check.sh [--no-bench] [--bench-only] [--benches fft1d,conv(,fft3d,conv3d,sweep,deconvolve)] [--tests FILTER] [--sanitize]
 #                        [--sanitize-tools memcheck,racecheck,synccheck] [--sanitize-cap SECONDS]
 #                        [--sanitize-filter CATCH2_SPEC]
 #                        [--sizes n1,n2] [--reps R]
@@ -85,6 +85,19 @@ if [ "$run_bench" = 1 ]; then
       "$build/apps/gpuconv-bench" "$b" --reps 10 --csv "$out/$b.csv" > "$out/bench-$b.txt" 2> "$out/bench-$b.err" || bench_rc=$?
     fi
   done
+  # Richardson-Lucy (issue 15), opt-in (--benches ...,deconvolve), with its CuPy peer
+  # (scripts/rl_cupy.py: same data, same session) where CuPy imports
+  if [[ ,$benches, == *,deconvolve,* ]]; then
+    mkdir -p "$out/rl"
+    "$build/apps/gpuconv-bench" deconvolve --csv "$out/deconvolve.csv" --dump "$out/rl" > "$out/bench-deconvolve.txt" \
+      2> "$out/bench-deconvolve.err" || bench_rc=$?
+    if python3 -c "import cupy" 2>/dev/null; then
+      python3 scripts/rl_cupy.py "$out/rl" >> "$out/bench-deconvolve.txt" 2>> "$out/bench-deconvolve.err" || bench_rc=$?
+    else
+      echo "(no CuPy here: python3 scripts/rl_cupy.py DIR after gpuconv-bench deconvolve --dump DIR)" >> "$out/bench-deconvolve.txt"
+    fi
+    rm -f "$out/rl/"*.f32  # three 128 MB volumes
+  fi
 fi
 
 for v in "${variants[@]}"; do
@@ -105,7 +118,7 @@ if [ "$run_bench" = 1 ]; then
   cat "$out/bench-fft1d.txt" 2>/dev/null
   echo
   cat "$out/bench-conv.txt" 2>/dev/null
-  for b in fft3d conv3d sweep; do [ -f "$out/bench-$b.txt" ] && { echo; cat "$out/bench-$b.txt"; }; done
+  for b in fft3d conv3d sweep deconvolve; do [ -f "$out/bench-$b.txt" ] && { echo; cat "$out/bench-$b.txt"; }; done
   [ "$bench_rc" = 0 ] || { echo "bench rc=$bench_rc"; tail -5 "$out/bench-fft1d.err" "$out/bench-conv.err"; }
 fi
 for v in "${variants[@]}"; do
