@@ -163,7 +163,17 @@ class cuda_backend final : public plan::impl {
     std::size_t free_bytes = 0, total_bytes = 0;
     GPUCONV_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
     cap_ = o.memory_limit ? o.memory_limit : free_bytes / 2;
-    configure(choose(o.path, o.tile));
+    const cuda_choice chosen = choose(o.path, o.tile);
+    try {
+      configure(chosen);
+    } catch (const std::invalid_argument&) {
+      // a separable intermediate (two passes, kernels past 32 taps) that the memory cap cannot
+      // hold: an automatic plan takes the FFT paths' best instead
+      if (o.path != cuda_path::automatic || chosen.path != cuda_path::separable) throw;
+      const cuda_tiling f = choose_cuda_tiling(prob.geo.out_h, prob.geo.out_w, prob.output_planes(), prob.kh, prob.kw,
+                                               cuda_path::automatic, o.tile, sms_);
+      configure({f.path, f.tiles, {}, f.cost_ps});
+    }
     if (o.autotune && o.path == cuda_path::automatic && o.tile == 0) autotune();
   }
 
@@ -204,7 +214,9 @@ class cuda_backend final : public plan::impl {
     // bytes a pixel (the widest type) twice over (the units' halo rows), at most the cap on the
     // fused path (no workspace) and half of it on the others, whose workspace takes the rest.
     const std::size_t io_bytes = std::size_t(prob.input_elements() + prob.output_elements()) * 4;
-    const bool one_pass = choice.path == cuda_path::fused || choice.path == cuda_path::direct;
+    // no workspace: the one-pass kernels (separable kernels up to 32 taps share a tile)
+    const bool one_pass = choice.path == cuda_path::fused || choice.path == cuda_path::direct ||
+                          (choice.path == cuda_path::separable && separable_tiles::uses_tile(prob.kh, prob.kw));
     staging_bytes_ = std::min(2 * io_bytes, one_pass ? cap_ : cap_ / 2);
     const std::size_t work_cap = cap_ > staging_bytes_ ? cap_ - staging_bytes_ : 0;
     if (choice.path == cuda_path::fused) {
@@ -216,6 +228,11 @@ class cuda_backend final : public plan::impl {
       return;
     }
     if (choice.path == cuda_path::separable) {
+      separable_ = std::make_unique<separable_tiles>(choice.factors, prob.kernels, prob.kh, prob.kw);
+      if (one_pass) {
+        separable_chunk_ = prob.planes;
+        return;
+      }
       // the intermediate for as many planes as the workspace holds (a band of a plane needs
       // less than the plane)
       const long long per_plane = separable_tiles::intermediate_per_plane(prob.map) * 4;
@@ -223,7 +240,6 @@ class cuda_backend final : public plan::impl {
         throw std::invalid_argument("conv::plan: the memory cap (" + std::to_string(cap_) +
                                     " bytes) is below the separable path's intermediate for one plane");
       separable_chunk_ = std::clamp<long long>((long long)work_cap / per_plane, 1, prob.planes);
-      separable_ = std::make_unique<separable_tiles>(choice.factors, prob.kernels, prob.kh, prob.kw);
       tiles_ = device_buffer<float>(std::size_t(separable_chunk_) * per_plane / 4);
       return;
     }

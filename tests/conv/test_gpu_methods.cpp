@@ -166,6 +166,31 @@ TEST_CASE("GPU direct and separable: host buffers in bands under a memory cap, u
   }
 }
 
+TEST_CASE("GPU separable under a memory cap: the shared tile needs no workspace, two passes fall back to FFT", "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  options o;
+  o.border = boundary::replicate;
+  const std::size_t cap = 1 << 20;  // half of it staging: 0.5 MB of workspace, below 640 x 500 floats
+  // (check_method's plan has no cap: the capped plans are built here)
+  const auto k9 = make_kernels(1, 9, 9, true, 21), k41 = make_kernels(1, 41, 41, true, 22);
+  plan_options po;
+  po.device = backend::cuda;
+  po.memory_limit = cap;
+  po.semantics = o;
+  po.path = cuda_path::separable;
+  CHECK(plan(600, 500, 1, k9.data(), 9, 9, po).path() == cuda_path::separable);  // one tile, no intermediate
+  CHECK_THROWS_AS(plan(600, 500, 1, k41.data(), 41, 41, po), std::invalid_argument);  // two passes: 1.28 MB
+  po.path = cuda_path::automatic;
+  plan fallback(600, 500, 1, k41.data(), 41, 41, po);  // whatever the model picks, it is built
+  INFO("automatic under the cap: " << to_string(fallback.path()));
+  const auto img = test::random_reals<float>(600 * 500, test::fresh_seed());
+  std::vector<float> out(img.size());
+  fallback.execute(img.data(), out.data());
+  std::vector<double> ref(out.size());
+  direct_convolve(img.data(), 600, 500, 1, k41.data(), 41, 41, o, ref.data());
+  CHECK(test::relative_l2(out, ref) <= 1e-5);
+}
+
 TEST_CASE("GPU plans choose direct or separable for small and rank-1 kernels, and autotune includes them", "[conv][gpu]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
   const auto dense3 = make_kernels(1, 3, 3, false, 3);
