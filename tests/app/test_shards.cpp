@@ -302,10 +302,10 @@ TEST_CASE("batch --devices: two workers on one GPU give one process's outputs, p
     CHECK_THAT(json, ContainsSubstring("\"devices\": ["));
     int workers = 0;
     long long processed = 0;
-    for (auto at = json.find("{\"gpu\": \"0\", \"processed\": "); at != std::string::npos;
-         at = json.find("{\"gpu\": \"0\", \"processed\": ", at + 1)) {
+    const std::string entry = "{\"gpu\": \"0\", \"processed\": ";
+    for (auto at = json.find(entry); at != std::string::npos; at = json.find(entry, at + 1)) {
       ++workers;
-      processed += std::stoll(json.substr(at + 27));
+      processed += std::stoll(json.substr(at + entry.size()));
     }
     CHECK(workers == 2);
     CHECK(processed == 13);
