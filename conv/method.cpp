@@ -124,7 +124,13 @@ double cuda_direct_ps_per_pixel(int kh, int kw) {
 double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, int tile_h) {
   const bool tile = separable_tiles::uses_tile(kh, kw);
   const double kw4 = (kw + 3) / 4 * 4, rows = tile ? tile_h : double(out_h);
-  return (tile ? 3.4 : 6.4) + 0.045 * (1.1 * kw4 * (rows + kh - 1) / rows + 1.15 * kh);
+  const double taps = 1.1 * kw4 * (rows + kh - 1) / rows + 1.15 * kh;
+  // fitted to gpuconv-bench sweep on the H100 (rank-1 kernels on 4096^2 and 3 x 3000 x 4000): the
+  // shared tile 6.1-6.7 ps a pixel at K = 5-9, 7.7 at 15, 9 at 21, 14.4 at 31 (past 24 taps a side
+  // the tile's rows fill shared memory: fewer blocks per SM); the two passes through global
+  // memory 15.2 ps at K = 63, 25.2 at 127, 53 at 255
+  if (tile) return (5.3 + 0.061 * taps) * (kh > 24 || kw > 24 ? 1.35 : 1.0);
+  return 3.1 + 0.084 * taps;
 }
 
 double cuda_box_ps_per_pixel(int kh, long long out_h) { return 7.5 * double(out_h + kh - 1) / double(out_h); }

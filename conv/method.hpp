@@ -74,18 +74,18 @@ cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int k
 
 // CUDA backend (cuda_path in tiling.hpp): direct (direct.hpp), separable (separable.hpp) and
 // the FFT paths (fused, three-pass, multi-pass) priced by choose_cuda_tiling. Prices in ps per
-// output pixel on the H100. The FFT paths' constants were measured (tiling.hpp); direct and
-// separable are estimates from the kernels' instruction counts until gpuconv-bench sweep has
-// measured them (docs/notes-conv.md):
+// output pixel on the H100. The FFT paths' constants were measured (tiling.hpp); direct's
+// instruction-count estimate matched gpuconv-bench sweep within ~10% (K = 3..11), separable's
+// was fitted to it (docs/benchmarks.md, docs/notes-conv.md):
 //   direct     3.2 + 0.045 * taps, taps = kh * kw on the unrolled walk (square odd 3..11),
 //              1.15 kh on the column walk (kw = 1), 1.1 round_up(kw, 4) on the row walk
 //              (kh = 1), 1.4 kh * round_up(kw, 4) on the generic one;
 //              3.2 ps is the byte floor (8 B at ~2970 GB/s) at 85%, 0.045 ps a multiply-add at
 //              ~75% of the FMA rate;
-//   separable  6.4 + 0.045 * (1.1 round_up(kw, 4) (out_h + kh - 1) / out_h + 1.15 kh): two
-//              passes through a float intermediate (16 B a pixel); up to 32 taps a side, both
-//              passes in one tile, 3.4 + 0.045 * (1.1 round_up(kw, 4) (tile_h + kh - 1) / tile_h
-//              + 1.15 kh) (8 B a pixel, the row pass redone over each tile's halo rows);
+//   separable  with t = 1.1 round_up(kw, 4) (rows + kh - 1) / rows + 1.15 kh: two passes
+//              through a float intermediate (16 B a pixel, rows = out_h) 3.1 + 0.084 t; up to
+//              32 taps a side both passes in one tile (8 B a pixel, the row pass redone over
+//              each tile's halo rows, rows = tile_h) 5.3 + 0.061 t, x 1.35 past 24 taps a side;
 // both times the shape's waste (the blocks' output tiles over the output: small images leave
 // threads idle). Direct is not chosen beyond max_direct_taps (float sums, as on the CPU).
 double cuda_direct_ps_per_pixel(int kh, int kw);

@@ -223,10 +223,16 @@ TEST_CASE("CUDA method chooser: the cost model's choices and forced methods", "[
   const rank1_factors bf = factor_rank1(box255.data(), 255, 255);
   CHECK(box_factors(bf, 1, 255, 255));
   CHECK_FALSE(box_factors(factor_rank1(sep31.data(), 31, 31), 1, 31, 31));
-  // both passes in one shared tile: fewer instructions than direct's 25 taps from K = 5
-  CHECK(choose_cuda_method(box5, 1, 5, 5, 4096, 4096, 1).path == cuda_path::separable);
-  // rank-1 kernels where two passes beat the transforms
-  CHECK(choose_cuda_method(sep31, 1, 31, 31, 4096, 4096, 1).path == cuda_path::separable);
+  // the crossovers gpuconv-bench sweep measured on the H100 (docs/benchmarks.md): at K = 5 one
+  // direct pass (0.070 ms on 4096^2) beats the shared separable tile (0.104); at K = 21 the tile
+  // (0.149) beats the transforms (0.182-0.186); at K = 31 the three-pass path (0.200) beats it
+  // (0.240) on a large image, while on 64^2 images, where transforms pad most, the tile wins
+  // (0.082 against 0.122)
+  CHECK(choose_cuda_method(box5, 1, 5, 5, 4096, 4096, 1).path == cuda_path::direct);
+  const auto sep21 = make_kernels(1, 21, 21, true, 5);
+  CHECK(choose_cuda_method(sep21, 1, 21, 21, 4096, 4096, 1).path == cuda_path::separable);
+  CHECK(choose_cuda_method(sep31, 1, 31, 31, 4096, 4096, 1).path == cuda_path::three_pass);
+  CHECK(choose_cuda_method(sep31, 1, 31, 31, 64, 64, 1024).path == cuda_path::separable);
   CHECK(choose_cuda_method(dense31, 1, 31, 31, 4096, 4096, 1).path != cuda_path::separable);
   // a forced tile asks for an FFT path
   CHECK(choose_cuda_method(dense3, 1, 3, 3, 4096, 4096, 1, cuda_path::automatic, 64).path == cuda_path::fused);
