@@ -117,10 +117,14 @@ int run_convolve(const cli_options& o, std::ostream& err) {
   // one image: the host side of the GPU's staging copies may take every core
   s.copy_threads = int(std::min(16u, std::max(1u, std::thread::hardware_concurrency())));
   s.codec.jpeg_threads = s.copy_threads;  // and its JPEG encode, in strips
-  // --device auto runs a small image on the CPU: CUDA's start-up costs more than it saves.
+  // --device auto runs the image on the CPU when the CPU backend is expected to be done before
+  // CUDA has started (cpu_before_cuda_starts: a 12 MP photo with a small or separable kernel on a
+  // many-core machine; any image of at most 2^18 pixels).
   if (s.device == conv::backend::automatic) {
     const auto size = peek_image_size(in);
-    if (size && size->width * size->height <= small_image_pixels) s.device = conv::backend::cpu;
+    if (size && (size->width * size->height <= small_image_pixels ||
+                 cpu_before_cuda_starts(size->height, size->width, k, s.threads)))
+      s.device = conv::backend::cpu;
   }
   // A single JPEG is decoded by the CPU unless --decoder gpu: nvJPEG's start-up (its handles
   // and decoder state, 1.0-1.6 s on the H100) is longer than libjpeg's decode of a 12 MP

@@ -203,4 +203,15 @@ output_image convolve_image(const cv::Mat& image, convolver& c);
 // `notices` unless quiet; cuda without a device throws gpuconv::app::error (exit 1).
 conv::backend resolve_device(conv::backend requested, bool quiet, std::ostream& notices);
 
+// --device auto for the one-image command: whether the CPU backend is expected to finish an
+// height x width image (taken as 3 planes) before CUDA has started. The CPU side: the CPU
+// method chooser's price for this kernel and size (conv/method.hpp: ns per output pixel on 2
+// threads), scaled to `threads` (0: every core) at 40% efficiency past two (memory-bound
+// methods stop scaling: 4096^2 on 16 cores ran 1.4-2.8x slower than linear), plus 2 ns per
+// pixel and plane for the app's conversions (1.6 on the 16-core H100 host, 2.6 on a 2-core VM).
+// The CUDA side: 0.25 s of start-up (driver and context, 0.23-0.32 s on the H100 host) plus
+// 1 ns per pixel and plane (transfers and kernels). On that host a 12 MP photo with gaussian:2
+// took 0.22 s on the CPU and 0.40 s on CUDA, process to exit; the rule sends it to the CPU.
+bool cpu_before_cuda_starts(long long height, long long width, const kernel& k, int threads);
+
 }  // namespace gpuconv::app
