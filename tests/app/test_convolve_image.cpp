@@ -377,7 +377,7 @@ TEST_CASE("one image on several threads (copy_threads): the conversions in bands
   }
 }
 
-TEST_CASE("--device auto for one image: the CPU when it is expected to finish before CUDA starts", "[app]") {
+TEST_CASE("one image under --device auto: the CPU when it is expected to finish before CUDA starts", "[app]") {
   const kernel gauss2 = *make_named_kernel("gaussian:2");  // 17 x 17, rank-1
   const kernel box63 = *make_named_kernel("box:63");
   const kernel dense127 = make_kernel(127, 127, 3, 1.0);
