@@ -2,8 +2,9 @@
 # Builds the libFuzzer targets in fuzz/ with clang (-fsanitize=fuzzer,address,undefined) and
 # runs each for SECONDS seconds (default 60; 0: build, then run the seed corpus once).
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     targets: kernel_text named_kernel cli_args
-# Only host-side sources are compiled (src/kernel_io.cpp, named_kernels.cpp, cli.cpp): the
-# parsers need no GPU; the CUDA headers that conv/plan.hpp includes are taken from
+# Only host-side sources are compiled (src/kernel_io.cpp, named_kernels.cpp, cli.cpp, and what
+# kernel_io now reaches for PSF stacks: stack_io, atomic_write, image_io, interrupt,
+# jpeg_strips): the parsers need no GPU; the CUDA headers that conv/plan.hpp includes are taken from
 # $CUDA_HOME/include (headers only, nothing of CUDA is linked).
 # Work files go to build-fuzz/: the growing corpus in build-fuzz/corpus/<target> (the seeds in
 # fuzz/corpus/<target> are read, never written), crash reproducers in build-fuzz/artifacts/,
@@ -33,7 +34,7 @@ libs=(-lopencv_imgcodecs -lopencv_core -lpthread)
 
 # the app-layer sources the parsers need, compiled once with the fuzzing instrumentation
 objects=()
-for src in kernel_io named_kernels cli; do
+for src in kernel_io named_kernels cli stack_io atomic_write image_io interrupt jpeg_strips; do
   obj="$out/obj/$src.o"
   if [ ! -f "$obj" ] || [ "src/$src.cpp" -nt "$obj" ] || [ -n "$(find src -name '*.hpp' -newer "$obj")" ]; then
     echo "fuzz.sh: compiling src/$src.cpp"
