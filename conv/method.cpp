@@ -101,14 +101,18 @@ cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int k
     c.tiles = choose_cpu_tiling(out_h, out_w, kh, kw, forced_tile);
   if (forced != cpu_method::automatic) {
     c.method = forced;
+    c.ns_per_pixel = forced == cpu_method::direct      ? direct_ns_per_pixel(kh, kw)
+                     : forced == cpu_method::separable ? separable_ns_per_pixel(kh, kw)
+                                                       : fft_ns_per_pixel(c.tiles);
     return c;
   }
-  double best = fft_ns_per_pixel(c.tiles);
+  c.ns_per_pixel = fft_ns_per_pixel(c.tiles);
   c.method = cpu_method::fft;
-  if (const double d = direct_ns_per_pixel(kh, kw); d < best && (long long)kh * kw <= max_direct_taps)
-    best = d, c.method = cpu_method::direct;
+  if (const double d = direct_ns_per_pixel(kh, kw); d < c.ns_per_pixel && (long long)kh * kw <= max_direct_taps)
+    c.ns_per_pixel = d, c.method = cpu_method::direct;
   if (c.factors.found())
-    if (const double s = separable_ns_per_pixel(kh, kw); s < best) best = s, c.method = cpu_method::separable;
+    if (const double s = separable_ns_per_pixel(kh, kw); s < c.ns_per_pixel)
+      c.ns_per_pixel = s, c.method = cpu_method::separable;
   return c;
 }
 

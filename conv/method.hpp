@@ -64,6 +64,7 @@ struct cpu_choice {
   cpu_method method = cpu_method::fft;
   rank1_factors factors;  // for separable
   tiling tiles;           // for fft
+  double ns_per_pixel = 0;  // the model's price of `method` (2 threads, see above)
 };
 
 // kernels: the bank's effective kernels (kh x kw each, one after another). A bank is

@@ -104,13 +104,18 @@ kernel load_kernel(const cli_options& o) {
   return k;
 }
 
-int run_convolve(const cli_options& o, std::ostream& err) {
-  stage_timer timer(o.timing);
+void refuse_output_over_input(const cli_options& o) {
   const fs::path in(o.input), out(o.output);
   std::error_code ec;
   if (in == out || (fs::exists(out, ec) && fs::equivalent(in, out, ec)) ||
       fs::weakly_canonical(in, ec) == fs::weakly_canonical(out, ec))
     throw usage_error("output '" + o.output + "' is the input file; refusing to overwrite it");
+}
+
+int run_convolve(const cli_options& o, std::ostream& err) {
+  stage_timer timer(o.timing);
+  const fs::path in(o.input), out(o.output);
+  refuse_output_over_input(o);
   if (is_stack_file(in)) return run_stack_convolve(o, err);  // a multi-page TIFF: 3D (volume_commands.cpp)
   kernel k = load_kernel(o);
   convolve_settings s = o.settings;

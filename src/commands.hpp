@@ -11,6 +11,8 @@ namespace gpuconv::app {
 int run_command(const cli_options& o, std::ostream& out, std::ostream& err);
 
 int run_convolve(const cli_options& o, std::ostream& err);
+// Throws usage_error when OUTPUT names INPUT (the same path, a link to it, or the same file).
+void refuse_output_over_input(const cli_options& o);
 int run_batch_command(const cli_options& o, std::ostream& err);
 int run_bench(const cli_options& o, std::ostream& out, std::ostream& err);  // bench_batch.cpp
 // volume_commands.cpp: INPUT a multi-page TIFF (3D convolution), and gpuconv deconvolve

@@ -504,10 +504,7 @@ bool cpu_before_cuda_starts(long long height, long long width, const kernel& k, 
   if (k.depth != 1) return false;  // volumes take the 3D path
   if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
   const double pixels = double(height) * double(width) * 3;  // a colour image's planes
-  const conv::cpu_choice c = conv::choose_cpu_method(k.values, 1, k.height, k.width, height, width);
-  const double price_ns = c.method == conv::cpu_method::direct      ? conv::direct_ns_per_pixel(k.height, k.width)
-                          : c.method == conv::cpu_method::separable ? conv::separable_ns_per_pixel(k.height, k.width)
-                                                                    : conv::fft_ns_per_pixel(c.tiles);
+  const double price_ns = conv::choose_cpu_method(k.values, 1, k.height, k.width, height, width).ns_per_pixel;
   const double effective = threads <= 2 ? threads : 2 + 0.4 * (threads - 2);
   const double cpu_s = pixels * (price_ns * 2 / effective + 2.0) * 1e-9;
   const double cuda_s = 0.25 + pixels * 1.0e-9;

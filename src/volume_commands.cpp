@@ -28,12 +28,8 @@ std::string shape_text(long long w, long long h, long long d) {
 
 // The checks both commands make before reading: OUTPUT is a .tif and not the input itself.
 void check_stack_paths(const cli_options& o) {
-  const fs::path in(o.input), out(o.output);
-  std::error_code ec;
-  if (in == out || (fs::exists(out, ec) && fs::equivalent(in, out, ec)) ||
-      fs::weakly_canonical(in, ec) == fs::weakly_canonical(out, ec))
-    throw usage_error("output '" + o.output + "' is the input file; refusing to overwrite it");
-  check_stack_output(out);
+  refuse_output_over_input(o);
+  check_stack_output(fs::path(o.output));
 }
 
 // The convolution layer's checks (std::invalid_argument) as usage errors naming the files.
