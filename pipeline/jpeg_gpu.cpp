@@ -56,6 +56,9 @@ struct nvjpeg_api {
 nvjpeg_api api;
 nvjpeg_status status;
 std::atomic<bool> loaded{false};
+// The encoder's handle exists (set by its thread, ~0.3 s into the load): workers encode on the
+// GPU from then on, while the decoder's handle and state take another 0.5-1 s.
+std::atomic<bool> encoder_up{false};
 
 // GPUCONV_NVJPEG_DEBUG=1: the time of every nvJPEG set-up and work call on std::cerr.
 struct debug_timer {
@@ -158,6 +161,7 @@ void load() {
   std::thread encoder_thread([&] {
     debug_timer te{"encoder handle", -1};
     encoder_status = api.nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &api.encode_handle);
+    if (encoder_status == NVJPEG_STATUS_SUCCESS) encoder_up = true;
   });
   // Chroma upsampled by interpolation, as libjpeg's default "fancy upsampling" does (nvJPEG's
   // default replicates samples: up to 30+ levels from libjpeg at chroma edges); strict
@@ -233,6 +237,8 @@ void nvjpeg_load_in_background() {
 
 bool nvjpeg_ready() { return loaded && status.available; }
 
+bool nvjpeg_encoder_ready() { return encoder_up; }
+
 const char* jpeg_gpu::decoder_backend() { return api.backend; }
 
 struct jpeg_gpu::state {
@@ -247,7 +253,9 @@ struct jpeg_gpu::state {
 };
 
 jpeg_gpu::jpeg_gpu(cudaStream_t stream) : s_(std::make_unique<state>()) {
-  if (!nvjpeg_library().available) throw std::runtime_error("nvJPEG is not available: " + nvjpeg_library().text);
+  // an encoder needs only the encoder's handle (no wait for the decoder's set-up)
+  if (!encoder_up && !nvjpeg_library().available)
+    throw std::runtime_error("nvJPEG is not available: " + nvjpeg_library().text);
   s_->stream = stream;
 }
 
@@ -255,6 +263,7 @@ jpeg_gpu::~jpeg_gpu() = default;
 
 bool jpeg_gpu::decode(const std::vector<input>& batch) {
   if (batch.empty()) return true;
+  if (!nvjpeg_ready()) return false;  // a worker that came up with the encoder: the CPU decodes
   const int n = int(batch.size());
   // a free decoder state, else wait for the first
   nvjpeg_api::decoder_state* d = nullptr;

@@ -33,6 +33,9 @@ const nvjpeg_status& nvjpeg_library();
 // H100); nvjpeg_ready() says, without waiting, whether it is loaded and available.
 void nvjpeg_load_in_background();
 bool nvjpeg_ready();
+// Whether the encoder's handle is up, without waiting: it comes 0.5-1 s before the decoder's
+// (nvjpeg_ready). jpeg_gpu::encode_bgr works from then on; decode needs nvjpeg_ready().
+bool nvjpeg_encoder_ready();
 
 struct encoded_jpeg {
   std::vector<unsigned char> bytes;

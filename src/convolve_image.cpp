@@ -232,6 +232,14 @@ bool convolver::gpu_jpeg_ready() const {
 #endif
 }
 
+bool convolver::gpu_jpeg_encoder_ready() const {
+#ifdef GPUCONV_HAVE_NVJPEG
+  return wants_gpu_jpeg() && pipeline::nvjpeg_encoder_ready();
+#else
+  return false;
+#endif
+}
+
 bool convolver::gpu_jpeg() const { return wants_gpu_jpeg() && gpu_jpeg_available(); }
 
 void convolver::run(planar_image& p) {
@@ -358,7 +366,7 @@ convolver::jpeg_output convolver::run_gpu_to_jpeg(const cv::Mat& image) {
   jpeg_output o;
   o.decoded = true;
 #ifdef GPUCONV_HAVE_NVJPEG
-  if (image.type() == CV_8UC3 && output_cv_depth(settings_.depth, CV_8U) == CV_8U && gpu_jpeg_ready() &&
+  if (image.type() == CV_8UC3 && output_cv_depth(settings_.depth, CV_8U) == CV_8U && gpu_jpeg_encoder_ready() &&
       fits_gpu_stage(image)) {
     const pipeline::layout in_at{3, 1, (long long)(image.step / image.elemSize1())};
     const pipeline::stored_image in =

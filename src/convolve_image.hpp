@@ -155,7 +155,7 @@ class convolver {
   // Decodes the batch on the GPU, convolves each image, and encodes those marked `encode`.
   std::vector<jpeg_output> run_gpu_jpegs(const std::vector<jpeg_input>& batch, stage_times* times = nullptr);
   // A decoded image whose output is a JPEG: on the GPU, and encoded there when nvJPEG is
-  // ready and the output is 8-bit BGR (else as run_gpu, encoded by the caller).
+  // encoder is up and the output is 8-bit BGR (else as run_gpu, encoded by the caller).
   jpeg_output run_gpu_to_jpeg(const cv::Mat& image);
   // One image already decoded on the GPU (planar BGR, 3 planes of height x width in device
   // memory, complete: the decoder's stream was waited for): convolve, then encode or download.
@@ -169,6 +169,9 @@ class convolver {
   // says without waiting whether it is ready (until then JPEGs are decoded by the CPU).
   void start_gpu_jpeg() const;
   bool gpu_jpeg_ready() const;
+  // The GPU encoder alone is up (it comes 0.5-1 s before the decoder): JPEG outputs of
+  // CPU-decoded images are encoded on the GPU from then on.
+  bool gpu_jpeg_encoder_ready() const;
 
   // Creates the CUDA context now (CUDA backend; nothing on the CPU): the batch pipeline
   // calls it on the compute thread while the first images decode, so that start-up is
