@@ -33,6 +33,7 @@
 #include "jpeg_gpu.hpp"
 #endif
 #include "kernel_io.hpp"
+#include "mat_pool.hpp"
 
 namespace gpuconv::app {
 
@@ -183,7 +184,8 @@ struct stage_stats {
     if (!on) return;
     log << "gpuconv: batch stage seconds (summed over threads):";
     for (int k = 0; k < count; ++k) log << " " << names[k] << " " << std::fixed << std::setprecision(2) << ns[k] * 1e-9 << ";";
-    log << "\n";
+    const mat_pool_stats p = mat_pool_statistics();
+    log << " image buffers: " << p.mapped << " mapped, " << p.reused << " reused, " << p.released << " unmapped\n";
   }
 };
 
@@ -315,6 +317,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   batch_report report;
   std::mutex report_mutex;
   const std::vector<batch_item> items = plan_batch(in_dir, out_dir, options, report);
+  use_recycling_mat_allocator(std::size_t(1) << 30);  // decoded images' buffers reused (mat_pool.hpp)
   const int jobs = options.jobs > 0 ? options.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
   {
     std::lock_guard lock(report_mutex);

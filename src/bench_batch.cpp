@@ -33,6 +33,7 @@
 #include "gpu_convolver.hpp"
 #include "image_io.hpp"
 #include "interrupt.hpp"
+#include "mat_pool.hpp"
 
 namespace gpuconv::app {
 
@@ -96,6 +97,7 @@ run_result opencv_only(const std::vector<fs::path>& inputs, const fs::path& out_
                        const std::string& spec, const convolve_settings& s, int jobs) {
   std::error_code ec;
   fs::create_directories(out_dir, ec);
+  use_opencv_mat_allocator();  // plain OpenCV, not gpuconv's recycled buffers (mat_pool.hpp)
   const int border = [&] {
     switch (s.semantics.border) {
       case conv::boundary::replicate: return cv::BORDER_REPLICATE;
