@@ -2,6 +2,8 @@
 // time through the ifunc GCC makes for target_clones: one portable binary.
 #include "cpu_rows.hpp"
 
+#include <type_traits>
+
 // The helpers below are always inlined into each clone; GCC's note that a 64-byte vector
 // argument's ABI differs without AVX-512 is about calls that never happen.
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -50,53 +52,83 @@ inline __attribute__((always_inline)) void put(T* p, v16 v) {
   }
 }
 
+// Blocks of 16 V outputs over [0, n): block(t, V) for t = 0, 16 V, ... and, where n is not a
+// multiple, one last block moved back to end at n (its first outputs computed twice, to the
+// same values, instead of a scalar tail of up to 16 V - 1 outputs); blocks of 16 below 16 V
+// outputs, scalar(t) below 16.
+template <int V, typename B, typename S>
+inline __attribute__((always_inline)) void over_blocks(long long n, B&& block, S&& scalar) {
+  constexpr int width = 16 * V;
+  if (n >= width) {
+    long long t = 0;
+    for (; t + width <= n; t += width) block(t, std::integral_constant<int, V>{});
+    if (t < n) block(n - width, std::integral_constant<int, V>{});
+  } else if (n >= 16) {
+    long long t = 0;
+    for (; t + 16 <= n; t += 16) block(t, std::integral_constant<int, 1>{});
+    if (t < n) block(n - 16, std::integral_constant<int, 1>{});
+  } else {
+    for (long long t = 0; t < n; ++t) scalar(t);
+  }
+}
+
+// Vectors of outputs held across all taps in the row pass: eight chains of dependent FMAs
+// instead of four, to hide the FMA's latency; AVX-512 has the 32 registers for them, AVX2
+// (each v16 two registers) and the baseline keep four.
+inline int wide_vectors() {
+#if defined(__x86_64__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  return avx512 ? 8 : 4;
+#else
+  return 4;
+#endif
+}
+
 // taps_rows's sums for kh x kw taps fixed at compile time (KH, KW > 0) or given at run time
 // (KH = KW = 0): fixed counts unroll the tap loops, so that the taps stay in registers or
-// become broadcast operands instead of a load and a branch per tap and block.
-template <int KH, int KW, typename T>
+// become broadcast operands instead of a load and a branch per tap and block. Each output's
+// sum runs over the taps in the same order whatever its block (i, then j ascending).
+template <int KH, int KW, int V, typename T>
 inline __attribute__((always_inline)) void taps_loop(const float* const* rows, const float* k, int kh_, int kw_,
                                                      long long n, T* out) {
   const int kh = KH ? KH : kh_, kw = KW ? KW : kw_;
-  constexpr int block = 64;  // outputs held in four vectors across all taps
-  long long t = 0;
-  for (; t + block <= n; t += block) {
-    v16 a0 = {}, a1 = {}, a2 = {}, a3 = {};
+  auto block = [&](long long t, auto vectors) __attribute__((always_inline)) {
+    constexpr int v_count = decltype(vectors)::value;
+    v16 a[v_count] = {};
     for (int i = 0; i < kh; ++i) {
       const float* r = rows[i] + t + kw - 1;
       const float* ki = k + (long long)i * kw;
       for (int j = 0; j < kw; ++j) {
         const float c = ki[j];
         const float* s = r - j;
-        a0 += c * load(s);
-        a1 += c * load(s + 16);
-        a2 += c * load(s + 32);
-        a3 += c * load(s + 48);
+#pragma GCC unroll 8
+        for (int v = 0; v < v_count; ++v) a[v] += c * load(s + 16 * v);
       }
     }
-    put(out + t, a0);
-    put(out + t + 16, a1);
-    put(out + t + 32, a2);
-    put(out + t + 48, a3);
-  }
-  for (; t < n; ++t) {
+#pragma GCC unroll 8
+    for (int v = 0; v < v_count; ++v) put(out + t + 16 * v, a[v]);
+  };
+  auto scalar = [&](long long t) __attribute__((always_inline)) {
     float acc = 0;
     for (int i = 0; i < kh; ++i)
       for (int j = 0; j < kw; ++j) acc += k[(long long)i * kw + j] * rows[i][t + kw - 1 - j];
     if constexpr (std::is_same_v<T, float>) out[t] = acc;
     else out[t] = saturate_round<T>(acc);
-  }
+  };
+  over_blocks<V>(n, block, scalar);
 }
 
 template <int KH, int KW, typename T>
 inline __attribute__((always_inline)) bool taps_if(const float* const* rows, const float* k, int kh, int kw,
                                                    long long n, T* out) {
   if (kh != KH || kw != KW) return false;
-  taps_loop<KH, KW>(rows, k, kh, kw, n, out);
+  taps_loop<KH, KW, 4>(rows, k, kh, kw, n, out);
   return true;
 }
 
 // The separable method's passes (one row of 1 x kw taps, kh x 1 taps over kh rows) and the
-// direct method's 3 x 3 and 5 x 5 with fixed counts up to 9 taps; the rest at run time.
+// direct method's 3 x 3 and 5 x 5 with fixed counts up to 9 taps; the rest at run time, the
+// row pass (kh = 1) with wide_vectors() accumulators.
 template <typename T>
 inline __attribute__((always_inline)) void taps_any(const float* const* rows, const float* k, int kh, int kw,
                                                     long long n, T* out) {
@@ -110,7 +142,84 @@ inline __attribute__((always_inline)) void taps_any(const float* const* rows, co
       taps_if<8, 1>(rows, k, kh, kw, n, out) || taps_if<9, 1>(rows, k, kh, kw, n, out) ||
       taps_if<3, 3>(rows, k, kh, kw, n, out) || taps_if<5, 5>(rows, k, kh, kw, n, out))
     return;
-  taps_loop<0, 0>(rows, k, kh, kw, n, out);
+  if (kh == 1 && wide_vectors() == 8) taps_loop<1, 0, 8>(rows, k, kh, kw, n, out);
+  else taps_loop<0, 0, 4>(rows, k, kh, kw, n, out);
+}
+
+// The separable method's column pass for column_block output rows at once (column_rows): rows
+// newest first, acc[r] sums output row column_block - 1 - r from rows[r + i] with k[i]. Row
+// m feeds every r with 0 <= m - r < kh, so each row is loaded once for up to column_block
+// sums (kh + 3 loads per four outputs instead of 4 kh), and each sum still takes its taps
+// in the order of taps_loop (i ascending): the same results as one row at a time.
+template <int KH, int V, typename T>
+inline __attribute__((always_inline)) void column_loop(const float* const* rows, const float* k, int kh_, long long n,
+                                                       T* out, long long out_stride) {
+  constexpr int R = column_block;
+  const int kh = KH ? KH : kh_;
+  auto block = [&](long long t, auto vectors) __attribute__((always_inline)) {
+    constexpr int v_count = decltype(vectors)::value;
+    v16 a[R][v_count] = {};
+    auto feed = [&](int m, bool all) __attribute__((always_inline)) {
+      v16 x[v_count];
+#pragma GCC unroll 8
+      for (int v = 0; v < v_count; ++v) x[v] = load(rows[m] + t + 16 * v);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r)
+        if (all || (r <= m && m - r < kh)) {
+          const float c = k[m - r];
+#pragma GCC unroll 8
+          for (int v = 0; v < v_count; ++v) a[r][v] += c * x[v];
+        }
+    };
+    int m = 0;
+#pragma GCC unroll 4
+    for (; m < R - 1; ++m) feed(m, false);  // the newest rows: only the last outputs
+    for (; m < kh; ++m) feed(m, true);
+#pragma GCC unroll 4
+    for (; m < kh + R - 1; ++m) feed(m, false);  // the oldest rows: only the first outputs
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (int v = 0; v < v_count; ++v) put(out + (R - 1 - r) * out_stride + t + 16 * v, a[r][v]);
+  };
+  auto scalar = [&](long long t) __attribute__((always_inline)) {
+    for (int j = 0; j < R; ++j) {
+      float acc = 0;
+      for (int i = 0; i < kh; ++i) acc += k[i] * rows[R - 1 - j + i][t];
+      if constexpr (std::is_same_v<T, float>) out[j * out_stride + t] = acc;
+      else out[j * out_stride + t] = saturate_round<T>(acc);
+    }
+  };
+  over_blocks<V>(n, block, scalar);
+}
+
+template <int KH, typename T>
+inline __attribute__((always_inline)) void column_any_width(const float* const* rows, const float* k, int kh,
+                                                            long long n, T* out, long long out_stride) {
+  if (wide_vectors() == 8) column_loop<KH, 4>(rows, k, kh, n, out, out_stride);
+  else column_loop<KH, 1>(rows, k, kh, n, out, out_stride);
+}
+
+// column_rows: four rows at once with the counts up to 9 fixed as in taps_any; fewer rows (a
+// band's last) one at a time through taps_any.
+template <typename T>
+inline __attribute__((always_inline)) void columns_any(const float* const* rows, const float* k, int kh, int count,
+                                                       long long n, T* out, long long out_stride) {
+  if (count != column_block) {
+    for (int j = 0; j < count; ++j) taps_any(rows + count - 1 - j, k, kh, 1, n, out + j * out_stride);
+    return;
+  }
+  switch (kh) {
+    case 2: return column_any_width<2>(rows, k, kh, n, out, out_stride);
+    case 3: return column_any_width<3>(rows, k, kh, n, out, out_stride);
+    case 4: return column_any_width<4>(rows, k, kh, n, out, out_stride);
+    case 5: return column_any_width<5>(rows, k, kh, n, out, out_stride);
+    case 6: return column_any_width<6>(rows, k, kh, n, out, out_stride);
+    case 7: return column_any_width<7>(rows, k, kh, n, out, out_stride);
+    case 8: return column_any_width<8>(rows, k, kh, n, out, out_stride);
+    case 9: return column_any_width<9>(rows, k, kh, n, out, out_stride);
+    default: return column_any_width<0>(rows, k, kh, n, out, out_stride);
+  }
 }
 
 }  // namespace
@@ -125,6 +234,19 @@ GPUCONV_CLONES void taps_rows(const float* const* rows, const float* k, int kh, 
 GPUCONV_CLONES void taps_rows(const float* const* rows, const float* k, int kh, int kw, long long n,
                               std::uint16_t* out) {
   taps_any(rows, k, kh, kw, n, out);
+}
+
+GPUCONV_CLONES void column_rows(const float* const* rows, const float* k, int kh, int count, long long n, float* out,
+                                long long out_stride) {
+  columns_any(rows, k, kh, count, n, out, out_stride);
+}
+GPUCONV_CLONES void column_rows(const float* const* rows, const float* k, int kh, int count, long long n,
+                                std::uint8_t* out, long long out_stride) {
+  columns_any(rows, k, kh, count, n, out, out_stride);
+}
+GPUCONV_CLONES void column_rows(const float* const* rows, const float* k, int kh, int count, long long n,
+                                std::uint16_t* out, long long out_stride) {
+  columns_any(rows, k, kh, count, n, out, out_stride);
 }
 
 namespace {

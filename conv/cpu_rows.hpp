@@ -28,6 +28,18 @@ void taps_rows(const float* const* rows, const float* k, int kh, int kw, long lo
 void taps_rows(const float* const* rows, const float* k, int kh, int kw, long long n, std::uint8_t* out);
 void taps_rows(const float* const* rows, const float* k, int kh, int kw, long long n, std::uint16_t* out);
 
+// The separable method's column pass for `count` (1..column_block) consecutive output rows
+// in one call: rows[m] for m < kh + count - 1 are the filtered rows newest first, and output
+// row j (top to bottom, at out + j * out_stride) is taps_rows(rows + count - 1 - j, k, kh, 1)
+// to the bit. Each row is loaded once for up to column_block outputs (in registers).
+constexpr int column_block = 4;
+void column_rows(const float* const* rows, const float* k, int kh, int count, long long n, float* out,
+                 long long out_stride);
+void column_rows(const float* const* rows, const float* k, int kh, int count, long long n, std::uint8_t* out,
+                 long long out_stride);
+void column_rows(const float* const* rows, const float* k, int kh, int count, long long n, std::uint16_t* out,
+                 long long out_stride);
+
 // Narrow pixels in and out, vectorised like taps_rows: float from uint8/uint16, and back
 // rounded half to even and saturated (saturate_round's function, NaN to 0).
 void widen_row(const std::uint8_t* in, long long n, float* out);

@@ -1,10 +1,11 @@
 // The CPU backend's separable method (method.hpp): a rank-1 kernel k(i, j) = c(i) r(j) runs
 // as a row pass (r over each extended source row) and a column pass (c over the filtered
-// rows), kh + kw multiply-adds per output instead of kh * kw. Units of max(32, 2 kh) output
+// rows), kh + kw multiply-adds per output instead of kh * kw. Units of max(64, 4 kh) output
 // rows x full-width strips (cpu_rows.hpp, ring_units): each source row is filtered
-// once into a ring of kh rows that stays in the core's L2, and every output row is summed
-// from the ring and stored (rounded and saturated for narrow pixels) as soon as its kh
-// filtered rows are there: one pass over the image, no band of filtered rows.
+// once into a ring of kh + 3 rows that stays in the core's L2, and every four output rows
+// are summed from the ring in one column call (cpu_rows.hpp, column_rows: each ring row
+// loaded once for the four) and stored (rounded and saturated for narrow pixels) as soon as
+// their filtered rows are there: one pass over the image, no band of filtered rows.
 #include "cpu_rows.hpp"
 
 namespace gpuconv::conv {
@@ -36,26 +37,32 @@ class cpu_separable final : public plan::impl {
       thread_local std::vector<float> ext, ring;
       thread_local std::vector<const float*> rows;
       ext.resize((std::size_t)ext_w);
+      // a ring of kh + column_block - 1 filtered rows: the column pass's last block of output
+      // rows reads them all
+      const int ring_rows = kh + column_block - 1;
       const long long stride = ring_stride(n);
-      ring.resize((std::size_t)(kh * stride));
-      rows.resize(kh);
+      ring.resize((std::size_t)(ring_rows * stride));
+      rows.resize(ring_rows);
       // filtered source row q of the unit (q = 0: the band's first output row's top tap) into
-      // ring slot q mod kh
+      // ring slot q mod ring_rows
       auto row_pass = [&](const float* row, long long q) {
         const int src = border_index(y0 + p.geo.oy - (kh - 1) + q, (int)p.height, b);
         const float* e = source_row(src < 0 ? nullptr : in + (plane * p.height + src) * p.width, p.width,
                                     x0 + p.geo.ox - (kw - 1), ext_w, b, outside, ext.data());
-        taps_rows(&e, row, 1, kw, n, ring.data() + (q % kh) * stride);
+        taps_rows(&e, row, 1, kw, n, ring.data() + (q % ring_rows) * stride);
       };
       for (int k = 0; k < p.kernels; ++k) {
         const float* column = f_.column.data() + (std::size_t)k * kh;
         const float* row = f_.row.data() + (std::size_t)k * kw;
         for (long long q = 0; q < kh - 1; ++q) row_pass(row, q);
-        for (long long y = y0; y < y1; ++y) {
-          const long long newest = y - y0 + kh - 1;  // out row y reads filtered rows newest - i
-          row_pass(row, newest);
-          for (int i = 0; i < kh; ++i) rows[i] = ring.data() + ((newest - i) % kh) * stride;
-          taps_rows(rows.data(), column, kh, 1, n, out + ((plane * p.kernels + k) * p.map.out_h + y) * p.map.out_w + x0);
+        // output rows [y, y + count) read filtered rows newest - m, m < kh + count - 1
+        for (long long y = y0; y < y1; y += column_block) {
+          const int count = (int)std::min<long long>(column_block, y1 - y);
+          const long long newest = y - y0 + kh - 1 + count - 1;
+          for (long long q = newest - count + 1; q <= newest; ++q) row_pass(row, q);
+          for (int m = 0; m < kh + count - 1; ++m) rows[m] = ring.data() + ((newest - m) % ring_rows) * stride;
+          column_rows(rows.data(), column, kh, count, n,
+                      out + ((plane * p.kernels + k) * p.map.out_h + y) * p.map.out_w + x0, p.map.out_w);
         }
       }
     });

@@ -12,6 +12,7 @@
 
 #include <thread>
 
+#include "conv/cpu_rows.hpp"
 #include "method_check.hpp"
 
 using namespace gpuconv;
@@ -79,6 +80,57 @@ TEST_CASE("CPU direct and separable: every fixed tap count, ring wrap-around, se
   }
   check_method<float>(cpu_method::separable, 50, 1600, 1, 1, 40, 3, o);
   check_method<std::uint8_t>(cpu_method::separable, 50, 1600, 1, 1, 40, 3, o);
+}
+
+TEST_CASE("CPU separable: several output rows per column call, band tails, odd widths", "[conv]") {
+  // the column pass sums column_block output rows per call, one at a time for a band's last
+  // 1..3 rows; strips of 1..200 columns take 64-column blocks, 16-column blocks and the
+  // scalar loop, the last block moved back over computed columns
+  options o;
+  o.border = boundary::reflect101;
+  for (int k : {2, 5, 9, 10, 31}) {
+    for (long long h : {1LL, 3LL, 65LL, 66LL, 67LL}) {
+      INFO("kh " << k << " h " << h);
+      check_method<float>(cpu_method::separable, h, 81, 1, 1, k, 3, o);
+      check_method<std::uint8_t>(cpu_method::separable, h, 17, 1, 1, k, 5, o);
+    }
+    check_method<std::uint16_t>(cpu_method::separable, 67, 200, 2, 2, k, 11, o);
+    check_method<float>(cpu_method::separable, 70, 7, 1, 1, k, 12, o);
+  }
+}
+
+// column_rows gives, for each of its rows, taps_rows's result on that row to the bit; narrow
+// outputs rounded and saturated alike (values far outside the range, NaN)
+template <typename T>
+void check_column_rows() {
+  for (int kh : {1, 2, 3, 4, 7, 9, 10, 31}) {
+    for (long long n : {1LL, 15LL, 16LL, 17LL, 63LL, 64LL, 65LL, 100LL, 129LL, 200LL}) {
+      const int count_max = column_block, rows_n = kh + count_max - 1;
+      auto values = test::random_reals<float>(std::size_t(rows_n * n), 7 + kh);
+      const float scale = std::is_same_v<T, float> ? 1.f : std::is_same_v<T, std::uint8_t> ? 400.f : 1e5f;
+      for (auto& v : values) v *= scale;
+      values[std::size_t(n / 2)] = std::nanf("");
+      const auto k = test::random_reals<float>(std::size_t(kh), 3 + kh);
+      std::vector<const float*> rows((std::size_t)rows_n);
+      for (int m = 0; m < rows_n; ++m) rows[std::size_t(m)] = values.data() + m * n;
+      for (int count = 1; count <= count_max; ++count) {
+        INFO("kh " << kh << " n " << n << " count " << count);
+        std::vector<T> got(std::size_t(count * n)), want(got.size());
+        column_rows(rows.data(), k.data(), kh, count, n, got.data(), n);
+        for (int j = 0; j < count; ++j) taps_rows(rows.data() + count - 1 - j, k.data(), kh, 1, n, want.data() + j * n);
+        bool same = true;
+        for (std::size_t i = 0; i < got.size(); ++i)
+          same = same && (got[i] == want[i] || (got[i] != got[i] && want[i] != want[i]));
+        CHECK(same);
+      }
+    }
+  }
+}
+
+TEST_CASE("CPU column_rows: each row as taps_rows gives it", "[conv]") {
+  check_column_rows<float>();
+  check_column_rows<std::uint8_t>();
+  check_column_rows<std::uint16_t>();
 }
 
 TEST_CASE("CPU thread pool: any thread count, plans executed from several threads at once", "[conv]") {
