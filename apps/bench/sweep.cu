@@ -4,7 +4,8 @@
 // cost model, method.hpp), each timed as execute_device on fp32 'same' with the default
 // boundary; the choice's time over the best method's, flagged past 1.10 (the target: never
 // more than 10% slower). Two kernels per size: a dense random one (separable does not apply)
-// and a rank-1 one (outer product of two random vectors). Every method's output is compared
+// and a rank-1 one (outer product of two random vectors); on 4096^2 also the named kernels users
+// call most (gaussian:2, gaussian:20 = 161 x 161, box:15, box:255). Every method's output is compared
 // with the direct path's, or the first method's (relative L2), so that a wrong result cannot
 // hide behind a fast time.
 #include <algorithm>
@@ -35,7 +36,7 @@ constexpr int method_count = sizeof(methods) / sizeof(methods[0]);
 struct sweep_row {
   sweep_shape shape;
   int k;
-  bool rank1;
+  const char* kernel;  // "dense", "rank-1", or a named kernel ("gauss20", "box255", ...)
   double ms[method_count];  // < 0: the method cannot hold the kernel
   conv::cuda_path chosen;
   double chosen_ms, best_ms, err;
@@ -47,6 +48,36 @@ std::vector<float> sweep_kernel(int k, bool rank1, std::uint64_t seed) {
   for (int i = 0; i < k; ++i)
     for (int j = 0; j < k; ++j)
       out[std::size_t(i) * k + j] = rank1 ? (value(i) + 0.6f) * (value(1000 + j) + 0.6f) : value(std::size_t(i) * k + j);
+  return out;
+}
+
+// The kernels users name most, as gpuconv's named kernels make them: gaussian:SIGMA
+// (8 sigma + 1 taps a side, normalised; gaussian:20 is 161 x 161) and box:K.
+std::vector<float> gaussian_kernel(double sigma, int& k) {
+  k = 2 * int(std::round(4 * sigma)) + 1;
+  std::vector<double> g(k);
+  double sum = 0;
+  for (int i = 0; i < k; ++i) sum += g[i] = std::exp(-0.5 * std::pow((i - (k - 1) / 2) / sigma, 2));
+  std::vector<float> out(std::size_t(k) * k);
+  for (int i = 0; i < k; ++i)
+    for (int j = 0; j < k; ++j) out[std::size_t(i) * k + j] = float(g[i] * g[j] / (sum * sum));
+  return out;
+}
+
+struct named_kernel {
+  const char* name;
+  int k;
+  std::vector<float> values;
+};
+
+std::vector<named_kernel> named_kernels() {
+  std::vector<named_kernel> out;
+  for (double sigma : {2.0, 20.0}) {
+    named_kernel n{sigma == 2.0 ? "gauss2" : "gauss20", 0, {}};
+    n.values = gaussian_kernel(sigma, n.k);
+    out.push_back(std::move(n));
+  }
+  for (int k : {15, 255}) out.push_back({k == 15 ? "box15" : "box255", k, std::vector<float>(std::size_t(k) * k, 1.f / float(k * k))});
   return out;
 }
 
@@ -67,52 +98,57 @@ int run_sweep(const options& opt) {
   const std::vector<sweep_shape> shapes = {{1, 4096, 4096}, {64, 256, 256}, {1024, 64, 64}, {3, 3000, 4000}};
   const std::uint64_t seed = (std::uint64_t)std::chrono::steady_clock::now().time_since_epoch().count();
   std::vector<sweep_row> rows;
-  for (const sweep_shape& sh : shapes) {
+  // every method and the automatic choice for one kernel on one shape (`io`: its rotating buffers)
+  auto measure = [&](const sweep_shape& sh, rotating_sets& io, device_buffer<float>& first, const std::vector<float>& kernel,
+                     int k, const char* name) {
     const long long pixels = (long long)sh.planes * sh.height * sh.width;
-    rotating_sets io(pixels, seed, stream);
     const auto& in = io.in;
     auto& out = io.out;
     const int sets = io.size();
+    sweep_row r{sh, k, name, {}, conv::cuda_path::automatic, 0, 0, 0};
+    bool have_first = false;
+    auto time_plan = [&](conv::plan& p) {
+      int i = 0;
+      return median_ms([&](cudaStream_t s) { ++i; p.execute_device(in[i % sets].data(), out[i % sets].data(), s); },
+                       opt.warmup, opt.reps, stream);
+    };
+    conv::plan_options po;
+    po.device = conv::backend::cuda;
+    for (int m = 0; m < method_count; ++m) {
+      r.ms[m] = -1;
+      po.path = methods[m];
+      try {
+        conv::plan p(sh.height, sh.width, sh.planes, kernel.data(), k, k, po);
+        p.execute_device(in[0].data(), out[0].data(), stream);
+        if (!have_first) {
+          GPUCONV_CUDA(cudaMemcpyAsync(first.data(), out[0].data(), pixels * 4, cudaMemcpyDeviceToDevice, stream));
+          have_first = true;
+        } else {
+          r.err = std::max(r.err, relative_l2(out[0].data(), first.data(), pixels, stream));
+        }
+        r.ms[m] = time_plan(p);
+      } catch (const std::invalid_argument&) {
+        // the method cannot hold this kernel (or the memory cap its workspace)
+      }
+    }
+    po.path = conv::cuda_path::automatic;
+    conv::plan chosen(sh.height, sh.width, sh.planes, kernel.data(), k, k, po);
+    r.chosen = chosen.path();
+    r.chosen_ms = time_plan(chosen);
+    r.best_ms = 1e30;
+    for (double t : r.ms)
+      if (t >= 0) r.best_ms = std::min(r.best_ms, t);
+    rows.push_back(r);
+    std::fprintf(stderr, "sweep %dx%dx%d K=%d %s done\n", sh.planes, sh.height, sh.width, k, name);
+  };
+  for (const sweep_shape& sh : shapes) {
+    const long long pixels = (long long)sh.planes * sh.height * sh.width;
+    rotating_sets io(pixels, seed, stream);
     device_buffer<float> first(pixels);
     for (int k : sizes)
-      for (bool rank1 : {false, true}) {
-        const std::vector<float> kernel = sweep_kernel(k, rank1, seed);
-        sweep_row r{sh, k, rank1, {}, conv::cuda_path::automatic, 0, 0, 0};
-        bool have_first = false;
-        auto time_plan = [&](conv::plan& p) {
-          int i = 0;
-          return median_ms([&](cudaStream_t s) { ++i; p.execute_device(in[i % sets].data(), out[i % sets].data(), s); },
-                           opt.warmup, opt.reps, stream);
-        };
-        conv::plan_options po;
-        po.device = conv::backend::cuda;
-        for (int m = 0; m < method_count; ++m) {
-          r.ms[m] = -1;
-          po.path = methods[m];
-          try {
-            conv::plan p(sh.height, sh.width, sh.planes, kernel.data(), k, k, po);
-            p.execute_device(in[0].data(), out[0].data(), stream);
-            if (!have_first) {
-              GPUCONV_CUDA(cudaMemcpyAsync(first.data(), out[0].data(), pixels * 4, cudaMemcpyDeviceToDevice, stream));
-              have_first = true;
-            } else {
-              r.err = std::max(r.err, relative_l2(out[0].data(), first.data(), pixels, stream));
-            }
-            r.ms[m] = time_plan(p);
-          } catch (const std::invalid_argument&) {
-            // the method cannot hold this kernel (or the memory cap its workspace)
-          }
-        }
-        po.path = conv::cuda_path::automatic;
-        conv::plan chosen(sh.height, sh.width, sh.planes, kernel.data(), k, k, po);
-        r.chosen = chosen.path();
-        r.chosen_ms = time_plan(chosen);
-        r.best_ms = 1e30;
-        for (double t : r.ms)
-          if (t >= 0) r.best_ms = std::min(r.best_ms, t);
-        rows.push_back(r);
-        std::fprintf(stderr, "sweep %dx%dx%d K=%d %s done\n", sh.planes, sh.height, sh.width, k, rank1 ? "rank-1" : "dense");
-      }
+      for (bool rank1 : {false, true}) measure(sh, io, first, sweep_kernel(k, rank1, seed), k, rank1 ? "rank-1" : "dense");
+    if (sh.planes == 1 && sh.height == 4096 && sh.width == 4096)  // the named kernels (detected as separable)
+      for (const named_kernel& n : named_kernels()) measure(sh, io, first, n.values, n.k, n.name);
   }
   std::printf("%-16s %4s %6s | %8s %8s %8s %8s %8s | %-10s %8s %7s %6s | %8s\n", "images", "K", "kernel", "direct",
               "separ.", "fused", "3pass", "multi", "chosen", "ms", "Gpix/s", "ratio", "err");
@@ -122,7 +158,7 @@ int run_sweep(const options& opt) {
     const sweep_row& r = rows[n];
     char img[32];
     std::snprintf(img, sizeof img, "%dx%dx%d", r.shape.planes, r.shape.height, r.shape.width);
-    std::printf("%-16s %4d %6s |", img, r.k, r.rank1 ? "rank-1" : "dense");
+    std::printf("%-16s %4d %6s |", img, r.k, r.kernel);
     for (double t : r.ms) {
       if (t < 0) std::printf(" %8s", "-");
       else std::printf(" %8.3f", t);
@@ -139,7 +175,7 @@ int run_sweep(const options& opt) {
   if (worst_index >= 0) {
     const sweep_row& w = rows[worst_index];
     std::printf("; worst %.2f (%dx%dx%d K=%d %s, chose %s)", worst, w.shape.planes, w.shape.height, w.shape.width, w.k,
-                w.rank1 ? "rank-1" : "dense", conv::to_string(w.chosen));
+                w.kernel, conv::to_string(w.chosen));
   }
   std::printf(".\nerr: the largest relative L2 difference between the methods' outputs.\n");
   if (!opt.csv.empty()) {
@@ -147,7 +183,7 @@ int run_sweep(const options& opt) {
     f << "gpu,planes,height,width,k,kernel,direct_ms,separable_ms,fused_ms,three_pass_ms,multipass_ms,chosen,chosen_ms,best_ms,err\n";
     for (const auto& r : rows) {
       f << '"' << gpu << "\"," << r.shape.planes << ',' << r.shape.height << ',' << r.shape.width << ',' << r.k
-        << ',' << (r.rank1 ? "rank1" : "dense");
+        << ',' << r.kernel;
       for (double t : r.ms) f << ',' << t;
       f << ',' << conv::to_string(r.chosen) << ',' << r.chosen_ms << ',' << r.best_ms << ',' << r.err << '\n';
     }

@@ -9,6 +9,10 @@ the same pixels, its layout - the deinterleave is not timed), K in 3..127. Times
 wall-clock calls after one warm-up; ratios above 1 mean gpuconv is faster. Results are checked
 (float: relative L2; uint8: largest difference in levels).
 
+Then thread scaling (``--scaling``, on by default): 4096^2 float32 K=31, dense and gaussian, timed
+with 1, 2, 4, ... up to T threads, gpuconv and OpenCV alike; parallel efficiency = time on one
+thread / (threads x time on them).
+
 Needs cv2 (opencv-python); without it says so and exits 0. This is the run for the 16-core GPU
 host, where OpenCV's C++ library is missing (gpuconv-bench-cpu needs it).
 """
@@ -58,6 +62,7 @@ def main(argv: List[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5, help="timed calls per case (median)")
     ap.add_argument("--kernels", default=",".join(map(str, KERNELS)), help="kernel sizes, comma-separated")
     ap.add_argument("--out", help="also write the table as markdown to this file")
+    ap.add_argument("--no-scaling", dest="scaling", action="store_false", help="skip the thread-scaling table")
     args = ap.parse_args(argv)
     try:
         import cv2
@@ -114,13 +119,49 @@ def main(argv: List[str] | None = None) -> int:
                         f"{cv_ms / ours_ms:>5.2f}x | {diff:>8}")
                 print(line, flush=True)
                 rows.append((name, kind, k, ours_ms, method, cv_ms, cv_ms / ours_ms, diff))
+    scaling = scaling_table(cv2, square, args.threads, min(args.repeat, 3), rng) if args.scaling else []
+    cv2.setNumThreads(args.threads)
     if args.out:
         with open(args.out, "w") as f:
             f.write(f"{args.threads} threads each, OpenCV {cv2.__version__}, medians of {args.repeat}\n\n")
             f.write("| case | kernel | K | gpuconv ms | method | OpenCV ms | ratio | diff |\n|---|---|---|---|---|---|---|---|\n")
             for r in rows:
                 f.write(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]:.2f} | {r[4]} | {r[5]:.2f} | {r[6]:.2f}x | {r[7]} |\n")
+            if scaling:
+                f.write("\nThread scaling, 4096^2 float32 K=31 (efficiency = t1 / (threads x t))\n\n")
+                f.write("| kernel | threads | gpuconv ms | efficiency | OpenCV ms | efficiency |\n|---|---|---|---|---|---|\n")
+                for r in scaling:
+                    f.write(f"| {r[0]} | {r[1]} | {r[2]:.2f} | {r[3]:.0%} | {r[4]:.2f} | {r[5]:.0%} |\n")
     return 0
+
+
+def scaling_table(cv2: Any, square: np.ndarray, threads: int, repeat: int, rng: Any) -> list:
+    """gpuconv and OpenCV on 1, 2, 4, ... threads (and `threads`): 4096^2 float32, K=31."""
+    counts = sorted({t for t in (1, 2, 4, 8, 16, 32, 64) if t < threads} | {threads})
+    k = 31
+    dense = rng.standard_normal((k, k)).astype(np.float32) / k
+    g = gaussian_1d(k)
+    kinds = [("dense", dense, lambda img: cv2.filter2D(img, -1, dense, borderType=cv2.BORDER_REFLECT_101)),
+             ("sep", np.outer(g, g).astype(np.float32),
+              lambda img: cv2.sepFilter2D(img, -1, g, g, borderType=cv2.BORDER_REFLECT_101))]
+    print(f"\nthread scaling, 4096^2 float32 K={k}: efficiency = t1 / (threads x t)")
+    print(f"{'kernel':<6} {'threads':>7} | {'gpuconv ms':>10} {'eff':>5} | {'OpenCV ms':>9} {'eff':>5}")
+    rows = []
+    for name, kernel, opencv in kinds:
+        ours_1 = cv_1 = 0.0
+        for t in counts:
+            plan = gpuconv.Plan(square.shape, kernel, boundary="reflect101", correlate=True, device="cpu", threads=t)
+            out = np.empty(plan.output_shape, square.dtype)
+            ours = median_ms(lambda: plan(square, out=out), repeat)
+            cv2.setNumThreads(t)
+            theirs = median_ms(lambda: opencv(square), repeat)
+            if t == 1:
+                ours_1, cv_1 = ours, theirs
+            eff_ours = ours_1 / (t * ours) if ours_1 else float("nan")
+            eff_cv = cv_1 / (t * theirs) if cv_1 else float("nan")
+            print(f"{name:<6} {t:>7} | {ours:>10.2f} {eff_ours:>5.0%} | {theirs:>9.2f} {eff_cv:>5.0%}", flush=True)
+            rows.append((name, t, ours, eff_ours, theirs, eff_cv))
+    return rows
 
 
 if __name__ == "__main__":
