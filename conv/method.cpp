@@ -31,15 +31,17 @@ rank1_factors factor_rank1(const float* k, int kh, int kw, double tolerance) {
 
 // ns per output pixel with 2 threads on the 2-core AVX-512 machine (gpuconv-bench-cpu --method
 // and --tile, 4096^2 fp32, methods interleaved with OpenCV; only the ratios matter):
-// direct 0.95 + 0.0157 per tap (K = 3..15); separable 0.5 + 0.0183 per tap, counting the
-// row taps twice for the row pass over the kh - 1 extra rows of each band (K = 3..127); the
+// direct 0.95 + 0.0157 per tap (K = 3..15); separable 0.26 + 0.0070 per tap, counting the
+// row taps twice for the row pass over the kh - 1 extra rows of each band (K = 3..127; fitted
+// within ~10% to the column pass of four rows a call, docs/benchmarks.md "Third round"; it was
+// 0.5 + 0.0183 before); the
 // FFT method ~0.155 ns per padded pixel and level of the tile's transform up to 128^2 tiles
 // (0.14-0.16 measured on 64 and 128 tiles), 1.2x that at 256^2, 1.8x at 512^2 and 6x at
 // 1024^2 as the tile's planes outgrow the L2 (1 MB), plus gather and scatter. The 512^2
 // factor: 1.9-3.2x on the loaded machine of the first calibration; 1.6-1.75x once the
 // machine was quiet (K = 127: 512^2 tiles 144 ms, 256^2 193 ms; K = 63: 119 and 91 ms).
 double direct_ns_per_pixel(int kh, int kw) { return 0.95 + 0.0157 * kh * kw; }
-double separable_ns_per_pixel(int kh, int kw) { return 0.5 + 0.0183 * (kh + 2.0 * kw); }
+double separable_ns_per_pixel(int kh, int kw) { return 0.26 + 0.0070 * (kh + 2.0 * kw); }
 double fft_ns_per_pixel(const tiling& t) {
   const double area = double(t.tile_h) * t.tile_w;
   const double padding = area / (double(t.valid_h) * t.valid_w);
