@@ -3,6 +3,11 @@
 #include "cpu_rows.hpp"
 
 #include <type_traits>
+#include <utility>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 // The helpers below are always inlined into each clone; GCC's note that a 64-byte vector
 // argument's ABI differs without AVX-512 is about calls that never happen.
@@ -247,6 +252,119 @@ GPUCONV_CLONES void column_rows(const float* const* rows, const float* k, int kh
 GPUCONV_CLONES void column_rows(const float* const* rows, const float* k, int kh, int count, long long n,
                                 std::uint16_t* out, long long out_stride) {
   columns_any(rows, k, kh, count, n, out, out_stride);
+}
+
+namespace {
+
+#if defined(__x86_64__)
+#define GPUCONV_AVX512 [[gnu::target("arch=x86-64-v4"), gnu::always_inline]] inline
+
+// 16 pixels from p as floats (exact for uint8/uint16)
+template <typename T>
+GPUCONV_AVX512 __m512 load_wide(const T* p) {
+  if constexpr (std::is_same_v<T, float>) return _mm512_loadu_ps(p);
+  else if constexpr (sizeof(T) == 1)
+    return (__m512)__builtin_convertvector(__builtin_convertvector(*reinterpret_cast<const v16u8_unaligned*>(p), v16i), v16);
+  else return (__m512)__builtin_convertvector(__builtin_convertvector(*reinterpret_cast<const v16u16_unaligned*>(p), v16i), v16);
+}
+
+// the 16 values that start R values into lo, running on into hi (valignd)
+template <int R>
+GPUCONV_AVX512 __m512 window(__m512 lo, __m512 hi) {
+  // the masked form with every lane set: plain valignd, without the undefined vector that
+  // _mm512_alignr_epi32 passes (GCC 12 warns that it may be used uninitialized)
+  const __m512i h = _mm512_castps_si512(hi);
+  return _mm512_castsi512_ps(_mm512_mask_alignr_epi32(h, __mmask16(0xffff), h, _mm512_castps_si512(lo), R));
+}
+
+// tap s of a group (below: row_block): a[v] += c * (the window 16 - s into d[v], d[v + 1])
+template <int S, int V>
+GPUCONV_AVX512 void group_tap(const float* kg, int taps, const __m512* d, __m512* a) {
+  if (S > 0 && S >= taps) return;
+  const __m512 c = _mm512_set1_ps(kg[S]);
+#pragma GCC unroll 8
+  for (int v = 0; v < V; ++v) {
+    if constexpr (S == 0) a[v] = _mm512_fmadd_ps(c, d[v + 1], a[v]);
+    else a[v] = _mm512_fmadd_ps(c, window<16 - S>(d[v], d[v + 1]), a[v]);
+  }
+}
+
+template <int V, int... S>
+GPUCONV_AVX512 void group_taps(std::integer_sequence<int, S...>, const float* kg, int taps, const __m512* d,
+                               __m512* a) {
+  (group_tap<S, V>(kg, taps, d, a), ...);
+}
+
+// 16 V row-pass outputs from t. Blocks D[m] = src + t + kw - 1 + 16 m; tap j = 16 g + s reads
+// the window at src + t + kw - 1 + 16 v - j, which is D[v - g] for s = 0, else the window
+// 16 - s into D[v - g - 1]: per group g of 16 taps, V + 1 loads feed 16 V FMAs, and each
+// accumulator takes its taps in taps_loop's order (j ascending), so the sums are its to the
+// bit. The lowest block read, D[-1 - (kw - 1) / 16], starts at t + (kw - 1) % 16 - 16 >= -16.
+template <int V, typename T>
+GPUCONV_AVX512 void row_block(const T* src, const float* k, int kw, long long t, float* out) {
+  const T* e = src + t + kw - 1;
+  __m512 a[V];
+#pragma GCC unroll 8
+  for (int v = 0; v < V; ++v) a[v] = _mm512_setzero_ps();
+  for (int g = 0; 16 * g < kw; ++g) {
+    __m512 d[V + 1];  // d[m] = D[m - g - 1]
+#pragma GCC unroll 9
+    for (int m = 0; m <= V; ++m) d[m] = load_wide(e + 16 * (m - g - 1));
+    group_taps<V>(std::make_integer_sequence<int, 16>{}, k + 16 * g, std::min(16, kw - 16 * g), d, a);
+  }
+#pragma GCC unroll 8
+  for (int v = 0; v < V; ++v) _mm512_storeu_ps(out + t + 16 * v, a[v]);
+}
+
+// row_taps on AVX-512: blocks of 128 outputs, of 16 below 128, the last moved back to end at
+// n as in over_blocks; n < 16 (no block fits) is left to the caller
+template <typename T>
+[[gnu::target("arch=x86-64-v4")]] void row_taps_avx512(const T* src, const float* k, int kw, long long n,
+                                                        float* out) {
+  if (n >= 128) {
+    long long t = 0;
+    for (; t + 128 <= n; t += 128) row_block<8>(src, k, kw, t, out);
+    if (t < n) row_block<8>(src, k, kw, n - 128, out);
+  } else {
+    long long t = 0;
+    for (; t + 16 <= n; t += 16) row_block<1>(src, k, kw, t, out);
+    if (t < n) row_block<1>(src, k, kw, n - 16, out);
+  }
+}
+#endif
+
+// row_taps: AVX-512's loop where it runs (n >= 16), else taps_rows on the widened row
+template <typename T>
+inline __attribute__((always_inline)) void row_taps_any(const T* src, const float* k, int kw, long long n,
+                                                        float* out) {
+#if defined(__x86_64__)
+  if (n >= 16 && wide_vectors() == 8) return row_taps_avx512(src, k, kw, n, out);
+#endif
+  const float* row = nullptr;
+  if constexpr (std::is_same_v<T, float>) {
+    row = src;
+  } else {
+    thread_local std::vector<float> wide;
+    wide.resize(std::size_t(n + kw - 1));
+    for (long long t = 0; t < n + kw - 1; ++t) wide[std::size_t(t)] = float(src[t]);
+    row = wide.data();
+  }
+  // the exported function, not taps_any inlined here: GCC may compile the scalar loop (n < 16)
+  // differently in another context (an in-order vectorised sum without the FMA), which
+  // changes the last bit
+  taps_rows(&row, k, 1, kw, n, out);
+}
+
+}  // namespace
+
+GPUCONV_CLONES void row_taps(const float* src, const float* k, int kw, long long n, float* out) {
+  row_taps_any(src, k, kw, n, out);
+}
+GPUCONV_CLONES void row_taps(const std::uint8_t* src, const float* k, int kw, long long n, float* out) {
+  row_taps_any(src, k, kw, n, out);
+}
+GPUCONV_CLONES void row_taps(const std::uint16_t* src, const float* k, int kw, long long n, float* out) {
+  row_taps_any(src, k, kw, n, out);
 }
 
 namespace {

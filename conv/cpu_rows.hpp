@@ -40,6 +40,17 @@ void column_rows(const float* const* rows, const float* k, int kh, int count, lo
 void column_rows(const float* const* rows, const float* k, int kh, int count, long long n, std::uint16_t* out,
                  long long out_stride);
 
+// The separable method's row pass: out[t] = sum_{j < kw} k[j] * float(src[t + kw - 1 - j]) for
+// t < n, to the bit taps_rows(&row, k, 1, kw, n, out) on the widened row (same tap order).
+// src[t] must be readable for -row_taps_pad <= t < n + kw - 1 (the values before 0 are read
+// but unused): on AVX-512 each 16-value block of the row is loaded once per 16 taps (widened
+// from uint8/uint16 in registers) and the shifted windows are built with valignd, ~kw / 16 + 1
+// loads per 16 V outputs instead of kw V; elsewhere the row is widened and taps_rows runs.
+constexpr int row_taps_pad = 16;
+void row_taps(const float* src, const float* k, int kw, long long n, float* out);
+void row_taps(const std::uint8_t* src, const float* k, int kw, long long n, float* out);
+void row_taps(const std::uint16_t* src, const float* k, int kw, long long n, float* out);
+
 // Narrow pixels in and out, vectorised like taps_rows: float from uint8/uint16, and back
 // rounded half to even and saturated (saturate_round's function, NaN to 0).
 void widen_row(const std::uint8_t* in, long long n, float* out);

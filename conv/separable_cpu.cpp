@@ -5,7 +5,9 @@
 // once into a ring of kh + 3 rows that stays in the core's L2, and every four output rows
 // are summed from the ring in one column call (cpu_rows.hpp, column_rows: each ring row
 // loaded once for the four) and stored (rounded and saturated for narrow pixels) as soon as
-// their filtered rows are there: one pass over the image, no band of filtered rows.
+// their filtered rows are there: one pass over the image, no band of filtered rows. The row
+// pass (cpu_rows.hpp, row_taps) reads the source rows in place, uint8/uint16 widened in
+// registers; only the outputs at the boundary read extended rows.
 #include "cpu_rows.hpp"
 
 namespace gpuconv::conv {
@@ -36,20 +38,35 @@ class cpu_separable final : public plan::impl {
       const long long ext_w = n + kw - 1;
       thread_local std::vector<float> ext, ring;
       thread_local std::vector<const float*> rows;
-      ext.resize((std::size_t)ext_w);
+      ext.resize((std::size_t)(row_taps_pad + ext_w));
       // a ring of kh + column_block - 1 filtered rows: the column pass's last block of output
       // rows reads them all
       const int ring_rows = kh + column_block - 1;
       const long long stride = ring_stride(n);
       ring.resize((std::size_t)(ring_rows * stride));
       rows.resize(ring_rows);
-      // filtered source row q of the unit (q = 0: the band's first output row's top tap) into
-      // ring slot q mod ring_rows
+      // filtered source row q of the unit (q = 0: the band's first output row's top tap)
+      // into ring slot q mod ring_rows. Outputs [lo, hi), whose taps and the row_taps_pad
+      // values before them lie inside the image row, read the source row in place in its pixel
+      // type (no float copy); those left and right of them (the boundary's) an extended row
+      // built by extend_row in float after row_taps_pad values of ext. Each output's sum is the
+      // same whichever call computes it.
+      const long long first = x0 + p.geo.ox - (kw - 1);
+      const long long lo = std::clamp<long long>(row_taps_pad - first, 0, n),
+                      hi = std::clamp<long long>(p.width - (kw - 1) - first, lo, n);
       auto row_pass = [&](const float* row, long long q) {
         const int src = border_index(y0 + p.geo.oy - (kh - 1) + q, (int)p.height, b);
-        const float* e = source_row(src < 0 ? nullptr : in + (plane * p.height + src) * p.width, p.width,
-                                    x0 + p.geo.ox - (kw - 1), ext_w, b, outside, ext.data());
-        taps_rows(&e, row, 1, kw, n, ring.data() + (q % ring_rows) * stride);
+        const T* src_row = src < 0 ? nullptr : in + (plane * p.height + src) * p.width;
+        float* filtered = ring.data() + (q % ring_rows) * stride;
+        auto extended = [&](long long t0, long long t1) {
+          if (t0 >= t1) return;
+          extend_row(src_row, p.width, first + t0, t1 - t0 + kw - 1, b, outside, ext.data() + row_taps_pad);
+          row_taps(ext.data() + row_taps_pad, row, kw, t1 - t0, filtered + t0);
+        };
+        if (!src_row) return extended(0, n);
+        extended(0, lo);
+        if (lo < hi) row_taps(src_row + first + lo, row, kw, hi - lo, filtered + lo);
+        extended(hi, n);
       };
       for (int k = 0; k < p.kernels; ++k) {
         const float* column = f_.column.data() + (std::size_t)k * kh;

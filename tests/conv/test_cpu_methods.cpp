@@ -10,6 +10,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 
+#include <cmath>
 #include <thread>
 
 #include "conv/cpu_rows.hpp"
@@ -131,6 +132,77 @@ TEST_CASE("CPU column_rows: each row as taps_rows gives it", "[conv]") {
   check_column_rows<float>();
   check_column_rows<std::uint8_t>();
   check_column_rows<std::uint16_t>();
+}
+
+// row_taps (the separable row pass, read in place in the pixel type) gives taps_rows's result
+// on the widened row to the bit, for row lengths around multiples of 16 and 128 and kw on both
+// sides of multiples of 16; the row_taps_pad values before the row and those after its end
+// are NaN (float) or 255/65535 (narrow), which would show in any output that read them
+template <typename T>
+void check_row_taps() {
+  const float top = std::is_same_v<T, float> ? 0.f : std::is_same_v<T, std::uint8_t> ? 255.f : 65535.f;
+  for (int kw : {1, 2, 3, 5, 9, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 127}) {
+    for (long long n : {1LL, 15LL, 16LL, 17LL, 31LL, 100LL, 127LL, 128LL, 129LL, 143LL, 144LL, 145LL, 255LL, 300LL}) {
+      INFO("kw " << kw << " n " << n);
+      const long long len = n + kw - 1, after = 16;
+      const auto values = test::random_reals<float>(std::size_t(len), 5 + kw);
+      std::vector<T> buf((std::size_t)(row_taps_pad + len + after));
+      std::vector<float> wide((std::size_t)len);
+      for (std::size_t i = 0; i < buf.size(); ++i) {
+        const long long t = (long long)i - row_taps_pad;
+        if (t < 0 || t >= len) {
+          buf[i] = std::is_same_v<T, float> ? T(std::nanf("")) : T(top);
+          continue;
+        }
+        // float: values near 1 and one NaN; narrow: the whole range, its ends included
+        const float v = values[std::size_t(t)];
+        if constexpr (std::is_same_v<T, float>) buf[i] = t == len / 2 && len > 1 ? std::nanf("") : 1.f + v;
+        else buf[i] = t % 7 == 0 ? T(top) : t % 11 == 0 ? T(0) : T(std::abs(v) * top);
+        wide[std::size_t(t)] = float(buf[i]);
+      }
+      const auto k = test::random_reals<float>(std::size_t(kw), 9 + kw);
+      std::vector<float> got((std::size_t)n), want(got.size());
+      row_taps(buf.data() + row_taps_pad, k.data(), kw, n, got.data());
+      const float* row = wide.data();
+      taps_rows(&row, k.data(), 1, kw, n, want.data());
+      bool same = true;
+      for (std::size_t i = 0; i < got.size(); ++i)
+        same = same && (got[i] == want[i] || (got[i] != got[i] && want[i] != want[i]));
+      CHECK(same);
+      // only the outputs whose taps read the NaN are NaN
+      if constexpr (std::is_same_v<T, float>) {
+        long long nan = 0;
+        for (float v : got) nan += v != v;
+        const long long at = len / 2;  // outputs t with t <= at <= t + kw - 1
+        CHECK(nan == (len > 1 ? std::min(at, n - 1) - std::max(0LL, at - kw + 1) + 1 : 0));
+      }
+    }
+  }
+}
+
+TEST_CASE("CPU row_taps: the row pass in place, to the bit taps_rows on the widened row", "[conv]") {
+  check_row_taps<float>();
+  check_row_taps<std::uint8_t>();
+  check_row_taps<std::uint16_t>();
+}
+
+TEST_CASE("CPU separable: rows read in place and extended at the boundary, every mode and border", "[conv]") {
+  // row_units cuts wide images into strips (ring_units: kh + kw = 73 gives 896-column strips);
+  // the row pass reads the middle of each row in place and builds extended rows for the
+  // outputs near the image's left and right edges and for rows outside it
+  for (auto mode : {output_mode::same, output_mode::valid, output_mode::full}) {
+    for (auto border : {boundary::reflect101, boundary::constant, boundary::zero}) {
+      options o;
+      o.mode = mode;
+      o.border = border;
+      o.constant_value = 7.f;
+      INFO("mode " << int(mode) << " border " << int(border));
+      check_method<float>(cpu_method::separable, 40, 2000, 1, 1, 40, 33, o);
+      check_method<std::uint8_t>(cpu_method::separable, 50, 1953, 1, 1, 41, 32, o);
+      check_method<std::uint16_t>(cpu_method::separable, 20, 161, 1, 1, 5, 17, o);
+      check_method<std::uint8_t>(cpu_method::separable, 9, 47, 1, 1, 3, 31, o);
+    }
+  }
 }
 
 TEST_CASE("CPU thread pool: any thread count, plans executed from several threads at once", "[conv]") {
