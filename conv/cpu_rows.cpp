@@ -303,6 +303,12 @@ GPUCONV_AVX512 void group_taps(std::integer_sequence<int, S...>, const float* kg
 template <int V, typename T>
 GPUCONV_AVX512 void row_block(const T* src, const float* k, int kw, long long t, float* out) {
   const T* e = src + t + kw - 1;
+  // the source lines two blocks on: a block's ~250 uops per group of taps keep the next
+  // block's loads out of the reorder window, and a row read in place from the image (a few
+  // KB, then the next row 16 KB on) is too short a stream for the hardware prefetcher
+  constexpr int per_line = 64 / int(sizeof(T));
+#pragma GCC unroll 8
+  for (int m = 0; m < 16 * V; m += per_line) _mm_prefetch((const char*)(e + 32 * V + m), _MM_HINT_T0);
   __m512 a[V];
 #pragma GCC unroll 8
   for (int v = 0; v < V; ++v) a[v] = _mm512_setzero_ps();
