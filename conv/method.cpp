@@ -101,20 +101,19 @@ cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int k
   if (forced == cpu_method::separable) require_rank1(c.factors, "CPU", count, kh, kw);
   if (forced == cpu_method::automatic || forced == cpu_method::fft)
     c.tiles = choose_cpu_tiling(out_h, out_w, kh, kw, forced_tile);
+  auto price = [&](cpu_method m) {
+    return m == cpu_method::direct      ? direct_ns_per_pixel(kh, kw)
+           : m == cpu_method::separable ? separable_ns_per_pixel(kh, kw)
+                                        : fft_ns_per_pixel(c.tiles);
+  };
+  auto take = [&](cpu_method m) { c.method = m, c.ns_per_pixel = price(m); };
   if (forced != cpu_method::automatic) {
-    c.method = forced;
-    c.ns_per_pixel = forced == cpu_method::direct      ? direct_ns_per_pixel(kh, kw)
-                     : forced == cpu_method::separable ? separable_ns_per_pixel(kh, kw)
-                                                       : fft_ns_per_pixel(c.tiles);
+    take(forced);
     return c;
   }
-  c.ns_per_pixel = fft_ns_per_pixel(c.tiles);
-  c.method = cpu_method::fft;
-  if (const double d = direct_ns_per_pixel(kh, kw); d < c.ns_per_pixel && (long long)kh * kw <= max_direct_taps)
-    c.ns_per_pixel = d, c.method = cpu_method::direct;
-  if (c.factors.found())
-    if (const double s = separable_ns_per_pixel(kh, kw); s < c.ns_per_pixel)
-      c.ns_per_pixel = s, c.method = cpu_method::separable;
+  take(cpu_method::fft);
+  if ((long long)kh * kw <= max_direct_taps && price(cpu_method::direct) < c.ns_per_pixel) take(cpu_method::direct);
+  if (c.factors.found() && price(cpu_method::separable) < c.ns_per_pixel) take(cpu_method::separable);
   return c;
 }
 

@@ -115,8 +115,9 @@ void refuse_output_over_input(const cli_options& o) {
 int run_convolve(const cli_options& o, std::ostream& err) {
   stage_timer timer(o.timing);
   const fs::path in(o.input), out(o.output);
+  // a multi-page TIFF: 3D (volume_commands.cpp), whose path checks include the one below
+  if (is_stack_file(in)) return run_stack_convolve(o, err);
   refuse_output_over_input(o);
-  if (is_stack_file(in)) return run_stack_convolve(o, err);  // a multi-page TIFF: 3D (volume_commands.cpp)
   kernel k = load_kernel(o);
   convolve_settings s = o.settings;
   // one image: the host side of the GPU's staging copies may take every core

@@ -1,6 +1,5 @@
 #include "mat_pool.hpp"
 
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
