@@ -6,12 +6,15 @@ method chooser detects as rank-1), both correlating with BORDER_REFLECT_101 ("re
 OpenCV on ``cv2.setNumThreads(T)``. Cases: 4096^2 float32 and uint8, and a 12 MP RGB photo
 (3000 x 4000 x 3 uint8, interleaved as OpenCV holds it; gpuconv convolves the three planes of
 the same pixels, its layout - the deinterleave is not timed), K in 3..127. Times are medians of
-wall-clock calls after one warm-up; ratios above 1 mean gpuconv is faster. Results are checked
-(float: relative L2; uint8: largest difference in levels).
+wall-clock calls, after one warm-up of each, in interleaved rounds (gpuconv, OpenCV, gpuconv,
+...) so that both sides meet the same state of a shared machine (memory bandwidth moved 2-3x
+between minutes on the GPU host); a 20 ms pause precedes every timed call, so that each side
+starts on idle cores (OpenCV's workers spin for a while after a call). Ratios above 1 mean
+gpuconv is faster. Results are checked (float: relative L2; uint8: largest difference in levels).
 
-Then thread scaling (``--scaling``, on by default): 4096^2 float32 K=31, dense and gaussian, timed
-with 1, 2, 4, ... up to T threads, gpuconv and OpenCV alike; parallel efficiency = time on one
-thread / (threads x time on them).
+Then thread scaling (``--scaling``, on by default), K=31, timed with 1, 2, 4, ... up to T threads,
+gpuconv and OpenCV alike: 4096^2 float32 dense and gaussian, 4096^2 uint8 gaussian, 12 MP RGB
+uint8 gaussian; parallel efficiency = time on one thread / (threads x time on them).
 
 Needs cv2 (opencv-python); without it says so and exits 0. This is the run for the 16-core GPU
 host, where OpenCV's C++ library is missing (gpuconv-bench-cpu needs it).
@@ -23,7 +26,7 @@ import os
 import statistics
 import sys
 import time
-from typing import Any, Callable, List
+from typing import Any, Callable, List, Tuple
 
 import numpy as np
 
@@ -32,14 +35,19 @@ import gpuconv
 KERNELS = [3, 7, 15, 31, 63, 127]
 
 
-def median_ms(call: Callable[[], Any], repeat: int) -> float:
-    call()
-    times = []
+def interleaved_ms(ours: Callable[[], Any], theirs: Callable[[], Any], repeat: int) -> Tuple[float, float]:
+    """Medians (ms) of `repeat` interleaved rounds {ours, theirs}, after a warm-up of each; each
+    timed call starts after a 20 ms pause."""
+    ours()
+    theirs()
+    times: Tuple[List[float], List[float]] = ([], [])
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+        for call, into in ((ours, times[0]), (theirs, times[1])):
+            time.sleep(0.02)
+            t0 = time.perf_counter()
+            call()
+            into.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def gaussian_1d(k: int) -> np.ndarray:
@@ -108,8 +116,7 @@ def main(argv: List[str] | None = None) -> int:
                 plan = gpuconv.Plan(our_image.shape, kernel, boundary="reflect101", correlate=True, device="cpu",
                                     threads=args.threads)
                 out = np.empty(plan.output_shape, our_image.dtype)
-                ours_ms = median_ms(lambda: plan(our_image, out=out), args.repeat)
-                cv_ms = median_ms(opencv, args.repeat)
+                ours_ms, cv_ms = interleaved_ms(lambda: plan(our_image, out=out), opencv, args.repeat)
                 expected = opencv()
                 if expected.ndim == 3:
                     expected = np.moveaxis(expected, -1, 0)
@@ -119,7 +126,7 @@ def main(argv: List[str] | None = None) -> int:
                         f"{cv_ms / ours_ms:>5.2f}x | {diff:>8}")
                 print(line, flush=True)
                 rows.append((name, kind, k, ours_ms, method, cv_ms, cv_ms / ours_ms, diff))
-    scaling = scaling_table(cv2, square, args.threads, min(args.repeat, 3), rng) if args.scaling else []
+    scaling = scaling_table(cv2, square, photo, planar, args.threads, min(args.repeat, 5), rng) if args.scaling else []
     cv2.setNumThreads(args.threads)
     if args.out:
         with open(args.out, "w") as f:
@@ -128,38 +135,44 @@ def main(argv: List[str] | None = None) -> int:
             for r in rows:
                 f.write(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]:.2f} | {r[4]} | {r[5]:.2f} | {r[6]:.2f}x | {r[7]} |\n")
             if scaling:
-                f.write("\nThread scaling, 4096^2 float32 K=31 (efficiency = t1 / (threads x t))\n\n")
-                f.write("| kernel | threads | gpuconv ms | efficiency | OpenCV ms | efficiency |\n|---|---|---|---|---|---|\n")
+                f.write("\nThread scaling, K=31 (efficiency = t1 / (threads x t))\n\n")
+                f.write("| case | threads | gpuconv ms | efficiency | OpenCV ms | efficiency |\n|---|---|---|---|---|---|\n")
                 for r in scaling:
                     f.write(f"| {r[0]} | {r[1]} | {r[2]:.2f} | {r[3]:.0%} | {r[4]:.2f} | {r[5]:.0%} |\n")
     return 0
 
 
-def scaling_table(cv2: Any, square: np.ndarray, threads: int, repeat: int, rng: Any) -> list:
-    """gpuconv and OpenCV on 1, 2, 4, ... threads (and `threads`): 4096^2 float32, K=31."""
+def scaling_table(cv2: Any, square: np.ndarray, photo: np.ndarray, planar: np.ndarray, threads: int, repeat: int,
+                  rng: Any) -> list:
+    """gpuconv and OpenCV on 1, 2, 4, ... threads (and `threads`), K=31."""
     counts = sorted({t for t in (1, 2, 4, 8, 16, 32, 64) if t < threads} | {threads})
     k = 31
     dense = rng.standard_normal((k, k)).astype(np.float32) / k
     g = gaussian_1d(k)
-    kinds = [("dense", dense, lambda img: cv2.filter2D(img, -1, dense, borderType=cv2.BORDER_REFLECT_101)),
-             ("sep", np.outer(g, g).astype(np.float32),
-              lambda img: cv2.sepFilter2D(img, -1, g, g, borderType=cv2.BORDER_REFLECT_101))]
-    print(f"\nthread scaling, 4096^2 float32 K={k}: efficiency = t1 / (threads x t)")
-    print(f"{'kernel':<6} {'threads':>7} | {'gpuconv ms':>10} {'eff':>5} | {'OpenCV ms':>9} {'eff':>5}")
+    gauss = np.outer(g, g).astype(np.float32)
+    square_u8 = square.astype(np.uint8)
+
+    def sep(img: np.ndarray) -> Callable[[], Any]:
+        return lambda: cv2.sepFilter2D(img, -1, g, g, borderType=cv2.BORDER_REFLECT_101)
+    cases = [("4096^2 f32 dense", square, dense, lambda: cv2.filter2D(square, -1, dense, borderType=cv2.BORDER_REFLECT_101)),
+             ("4096^2 f32 sep", square, gauss, sep(square)),
+             ("4096^2 u8 sep", square_u8, gauss, sep(square_u8)),
+             ("12MP RGB u8 sep", planar, gauss, sep(photo))]
+    print(f"\nthread scaling, K={k}: efficiency = t1 / (threads x t)")
+    print(f"{'case':<16} {'threads':>7} | {'gpuconv ms':>10} {'eff':>5} | {'OpenCV ms':>9} {'eff':>5}")
     rows = []
-    for name, kernel, opencv in kinds:
+    for name, image, kernel, opencv in cases:
         ours_1 = cv_1 = 0.0
         for t in counts:
-            plan = gpuconv.Plan(square.shape, kernel, boundary="reflect101", correlate=True, device="cpu", threads=t)
-            out = np.empty(plan.output_shape, square.dtype)
-            ours = median_ms(lambda: plan(square, out=out), repeat)
+            plan = gpuconv.Plan(image.shape, kernel, boundary="reflect101", correlate=True, device="cpu", threads=t)
+            out = np.empty(plan.output_shape, image.dtype)
             cv2.setNumThreads(t)
-            theirs = median_ms(lambda: opencv(square), repeat)
+            ours, theirs = interleaved_ms(lambda: plan(image, out=out), opencv, repeat)
             if t == 1:
                 ours_1, cv_1 = ours, theirs
             eff_ours = ours_1 / (t * ours) if ours_1 else float("nan")
             eff_cv = cv_1 / (t * theirs) if cv_1 else float("nan")
-            print(f"{name:<6} {t:>7} | {ours:>10.2f} {eff_ours:>5.0%} | {theirs:>9.2f} {eff_cv:>5.0%}", flush=True)
+            print(f"{name:<16} {t:>7} | {ours:>10.2f} {eff_ours:>5.0%} | {theirs:>9.2f} {eff_cv:>5.0%}", flush=True)
             rows.append((name, t, ours, eff_ours, theirs, eff_cv))
     return rows
 
