@@ -156,10 +156,9 @@ inline __attribute__((always_inline)) void taps_any(const float* const* rows, co
 // m feeds every r with 0 <= m - r < kh, so each row is loaded once for up to column_block
 // sums (kh + 3 loads per four outputs instead of 4 kh), and each sum still takes its taps
 // in the order of taps_loop (i ascending): the same results as one row at a time.
-template <int KH, int V, typename T>
+template <int KH, int V, int R, typename T>
 inline __attribute__((always_inline)) void column_loop(const float* const* rows, const float* k, int kh_, long long n,
                                                        T* out, long long out_stride) {
-  constexpr int R = column_block;
   const int kh = KH ? KH : kh_;
   auto block = [&](long long t, auto vectors) __attribute__((always_inline)) {
     constexpr int v_count = decltype(vectors)::value;
@@ -168,7 +167,7 @@ inline __attribute__((always_inline)) void column_loop(const float* const* rows,
       v16 x[v_count];
 #pragma GCC unroll 8
       for (int v = 0; v < v_count; ++v) x[v] = load(rows[m] + t + 16 * v);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r)
         if (all || (r <= m && m - r < kh)) {
           const float c = k[m - r];
@@ -177,12 +176,12 @@ inline __attribute__((always_inline)) void column_loop(const float* const* rows,
         }
     };
     int m = 0;
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (; m < R - 1; ++m) feed(m, false);  // the newest rows: only the last outputs
     for (; m < kh; ++m) feed(m, true);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (; m < kh + R - 1; ++m) feed(m, false);  // the oldest rows: only the first outputs
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
       for (int v = 0; v < v_count; ++v) put(out + (R - 1 - r) * out_stride + t + 16 * v, a[r][v]);
@@ -198,20 +197,37 @@ inline __attribute__((always_inline)) void column_loop(const float* const* rows,
   over_blocks<V>(n, block, scalar);
 }
 
+// column_block = 8 output rows: on AVX-512 in one loop of 8 rows x 32 columns (16 accumulators:
+// each ring row loaded once feeds 8 sums, half the L2 reads per FMA of 4 rows x 64 columns; a
+// ring larger than L1 made the column pass L2-bound: 0.39 ns an output at kh = 31 on the Zen 5
+// VM, 0.28 with the ring in L1); elsewhere as two loops of 4 rows (newest first: the last four
+// output rows read rows[0..], the first four rows[4..])
 template <int KH, typename T>
 inline __attribute__((always_inline)) void column_any_width(const float* const* rows, const float* k, int kh,
                                                             long long n, T* out, long long out_stride) {
-  if (wide_vectors() == 8) column_loop<KH, 4>(rows, k, kh, n, out, out_stride);
-  else column_loop<KH, 1>(rows, k, kh, n, out, out_stride);
+  static_assert(column_block == 8, "the loops below split 8 rows");
+  if (wide_vectors() == 8) {
+    column_loop<KH, 2, 8>(rows, k, kh, n, out, out_stride);
+  } else {
+    column_loop<KH, 1, 4>(rows, k, kh, n, out + 4 * out_stride, out_stride);
+    column_loop<KH, 1, 4>(rows + 4, k, kh, n, out, out_stride);
+  }
 }
 
-// column_rows: four rows at once with the counts up to 9 fixed as in taps_any; fewer rows (a
-// band's last) one at a time through taps_any.
+// column_rows: column_block rows at once with the counts up to 9 fixed as in taps_any; fewer
+// rows (a band's last) four at a time, then one at a time through taps_any.
 template <typename T>
 inline __attribute__((always_inline)) void columns_any(const float* const* rows, const float* k, int kh, int count,
                                                        long long n, T* out, long long out_stride) {
   if (count != column_block) {
-    for (int j = 0; j < count; ++j) taps_any(rows + count - 1 - j, k, kh, 1, n, out + j * out_stride);
+    // a band's last rows: four at a time (output rows j0 .. j0 + 3 read rows[count - 4 - j0 ..]),
+    // then one at a time
+    int j = 0;
+    for (; j + 4 <= count; j += 4) {
+      if (wide_vectors() == 8) column_loop<0, 4, 4>(rows + count - 4 - j, k, kh, n, out + j * out_stride, out_stride);
+      else column_loop<0, 1, 4>(rows + count - 4 - j, k, kh, n, out + j * out_stride, out_stride);
+    }
+    for (; j < count; ++j) taps_any(rows + count - 1 - j, k, kh, 1, n, out + j * out_stride);
     return;
   }
   switch (kh) {
@@ -262,10 +278,19 @@ namespace {
 // 16 pixels from p as floats (exact for uint8/uint16)
 template <typename T>
 GPUCONV_AVX512 __m512 load_wide(const T* p) {
-  if constexpr (std::is_same_v<T, float>) return _mm512_loadu_ps(p);
-  else if constexpr (sizeof(T) == 1)
-    return (__m512)__builtin_convertvector(__builtin_convertvector(*reinterpret_cast<const v16u8_unaligned*>(p), v16i), v16);
-  else return (__m512)__builtin_convertvector(__builtin_convertvector(*reinterpret_cast<const v16u16_unaligned*>(p), v16i), v16);
+  // the intrinsics, not __builtin_convertvector: in some contexts (row_taps16's unrolled loads)
+  // GCC 12 assembled the vector from 16 scalar loads and inserts. Their zero-masked forms with
+  // every lane set are the plain instructions, without the undefined vector (as window below).
+  const __mmask16 all = 0xffff;
+  if constexpr (std::is_same_v<T, float>) {
+    return _mm512_loadu_ps(p);
+  } else if constexpr (sizeof(T) == 1) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm512_maskz_cvtepi32_ps(all, _mm512_maskz_cvtepu8_epi32(all, bytes));
+  } else {
+    const __m256i words = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm512_maskz_cvtepi32_ps(all, _mm512_maskz_cvtepu16_epi32(all, words));
+  }
 }
 
 // the 16 values that start R values into lo, running on into hi (valignd)
@@ -337,7 +362,111 @@ template <typename T>
     if (t < n) row_block<1>(src, k, kw, n - 16, out);
   }
 }
+
+// 16 x 16 transpose in registers: r[i] (lanes = columns) becomes r[j] (lanes = rows); four
+// stages of 16 shuffles (pairs of rows, pairs of pairs, then 128-bit lanes twice). The masked
+// forms with every lane set are the plain instructions, without the undefined vector the
+// unmasked intrinsics pass (GCC 12 warns that it may be used uninitialized; as window above).
+GPUCONV_AVX512 __m512 unpack_lo(__m512 a, __m512 b) { return _mm512_mask_unpacklo_ps(a, __mmask16(0xffff), a, b); }
+GPUCONV_AVX512 __m512 unpack_hi(__m512 a, __m512 b) { return _mm512_mask_unpackhi_ps(a, __mmask16(0xffff), a, b); }
+GPUCONV_AVX512 __m512 unpack_lo_pairs(__m512 a, __m512 b) {
+  const __m512d x = _mm512_castps_pd(a);
+  return _mm512_castpd_ps(_mm512_mask_unpacklo_pd(x, __mmask8(0xff), x, _mm512_castps_pd(b)));
+}
+GPUCONV_AVX512 __m512 unpack_hi_pairs(__m512 a, __m512 b) {
+  const __m512d x = _mm512_castps_pd(a);
+  return _mm512_castpd_ps(_mm512_mask_unpackhi_pd(x, __mmask8(0xff), x, _mm512_castps_pd(b)));
+}
+// 128-bit lanes 0 and 2 (S = 0x88) or 1 and 3 (S = 0xdd) of a, then the same of b
+template <int S>
+GPUCONV_AVX512 __m512 lanes(__m512 a, __m512 b) { return _mm512_mask_shuffle_f32x4(a, __mmask16(0xffff), a, b, S); }
+
+GPUCONV_AVX512 void transpose16(__m512* r) {
+  __m512 t[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = unpack_lo(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = unpack_hi(r[2 * i], r[2 * i + 1]);
+  }
+  // u[4 g + c]: columns c + 4 l in 128-bit lane l, rows 4 g .. 4 g + 3
+  __m512 u[16];
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; ++g) {
+    u[4 * g] = unpack_lo_pairs(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 1] = unpack_hi_pairs(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 2] = unpack_lo_pairs(t[4 * g + 1], t[4 * g + 3]);
+    u[4 * g + 3] = unpack_hi_pairs(t[4 * g + 1], t[4 * g + 3]);
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    const __m512 v = lanes<0x88>(u[c], u[4 + c]), w = lanes<0xdd>(u[c], u[4 + c]),
+                 v2 = lanes<0x88>(u[8 + c], u[12 + c]), w2 = lanes<0xdd>(u[8 + c], u[12 + c]);
+    r[c] = lanes<0x88>(v, v2);
+    r[c + 8] = lanes<0xdd>(v, v2);
+    r[c + 4] = lanes<0x88>(w, w2);
+    r[c + 12] = lanes<0xdd>(w, w2);
+  }
+}
+
+// row_taps16 on AVX-512: chunks of up to 512 outputs (the chunk's columns of the 16 rows,
+// transposed, stay in L1: (512 + kw + 15) x 64 bytes); blocks of 16 outputs, the last of a
+// chunk and the last chunk moved back to end at n (outputs computed twice, to the same values).
+// Block sums: a[u] (output t + u of every row) takes tap j from column t + u + kw - 1 - j, j
+// ascending with one FMA each, as row_block and taps_loop do.
+template <typename T>
+[[gnu::target("arch=x86-64-v4")]] void row_taps16_avx512(const T* const* src, const float* k, int kw, long long n,
+                                                          float* const* out) {
+  constexpr long long chunk = 512;
+  thread_local std::vector<float> buffer;
+  buffer.resize(std::size_t(16 * (chunk + kw + 15) + 16));
+  // columns[x]: the 16 rows' values at column x (64-byte aligned)
+  float* const columns = buffer.data() + (16 - (reinterpret_cast<std::uintptr_t>(buffer.data()) / 4) % 16) % 16;
+  for (long long c0 = 0; c0 < n; c0 += chunk) {
+    const long long t0 = std::min(c0, n - std::min(chunk, n)), m = std::min(chunk, n - t0);
+    const long long width = m + kw - 1;  // source columns t0 .. t0 + width - 1
+    for (long long x = 0; x < width; x += 16) {
+      const long long xs = std::min(x, width - 16);
+      __m512 r[16];
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i) r[i] = load_wide(src[i] + t0 + xs);
+      transpose16(r);
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i) _mm512_store_ps(columns + 16 * (xs + i), r[i]);
+    }
+    for (long long u0 = 0; u0 < m; u0 += 16) {
+      const long long us = std::min(u0, m - 16);
+      __m512 a[16];
+#pragma GCC unroll 16
+      for (int u = 0; u < 16; ++u) a[u] = _mm512_setzero_ps();
+      for (int j = 0; j < kw; ++j) {
+        const __m512 c = _mm512_set1_ps(k[j]);
+        const float* col = columns + 16 * (us + kw - 1 - j);
+        // hide that tap j + 1 reads tap j's columns one on: GCC would otherwise carry the loaded
+        // columns across taps in registers (predictive commoning), with a move for each and
+        // spills, instead of one FMA with a memory operand per column
+        asm("" : "+r"(col));
+#pragma GCC unroll 16
+        for (int u = 0; u < 16; ++u) a[u] = _mm512_fmadd_ps(c, _mm512_load_ps(col + 16 * u), a[u]);
+      }
+      transpose16(a);
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i) _mm512_storeu_ps(out[i] + t0 + us, a[i]);
+    }
+  }
+}
 #endif
+
+template <typename T>
+bool row_taps16_any(const T* const* src, const float* k, int kw, long long n, float* const* out) {
+#if defined(__x86_64__)
+  if (n >= 16 && wide_vectors() == 8) {
+    row_taps16_avx512(src, k, kw, n, out);
+    return true;
+  }
+#endif
+  (void)src, (void)k, (void)kw, (void)n, (void)out;
+  return false;
+}
 
 // row_taps: AVX-512's loop where it runs (n >= 16), else taps_rows on the widened row
 template <typename T>
@@ -371,6 +500,18 @@ GPUCONV_CLONES void row_taps(const std::uint8_t* src, const float* k, int kw, lo
 }
 GPUCONV_CLONES void row_taps(const std::uint16_t* src, const float* k, int kw, long long n, float* out) {
   row_taps_any(src, k, kw, n, out);
+}
+
+bool row_group_available() { return wide_vectors() == 8; }
+
+bool row_taps16(const float* const* src, const float* k, int kw, long long n, float* const* out) {
+  return row_taps16_any(src, k, kw, n, out);
+}
+bool row_taps16(const std::uint8_t* const* src, const float* k, int kw, long long n, float* const* out) {
+  return row_taps16_any(src, k, kw, n, out);
+}
+bool row_taps16(const std::uint16_t* const* src, const float* k, int kw, long long n, float* const* out) {
+  return row_taps16_any(src, k, kw, n, out);
 }
 
 namespace {

@@ -31,8 +31,9 @@ void taps_rows(const float* const* rows, const float* k, int kh, int kw, long lo
 // The separable method's column pass for `count` (1..column_block) consecutive output rows
 // in one call: rows[m] for m < kh + count - 1 are the filtered rows newest first, and output
 // row j (top to bottom, at out + j * out_stride) is taps_rows(rows + count - 1 - j, k, kh, 1)
-// to the bit. Each row is loaded once for up to column_block outputs (in registers).
-constexpr int column_block = 4;
+// to the bit. Each row is loaded once for up to column_block outputs (in registers; see
+// cpu_rows.cpp, column_any_width).
+constexpr int column_block = 8;
 void column_rows(const float* const* rows, const float* k, int kh, int count, long long n, float* out,
                  long long out_stride);
 void column_rows(const float* const* rows, const float* k, int kh, int count, long long n, std::uint8_t* out,
@@ -50,6 +51,22 @@ constexpr int row_taps_pad = 16;
 void row_taps(const float* src, const float* k, int kw, long long n, float* out);
 void row_taps(const std::uint8_t* src, const float* k, int kw, long long n, float* out);
 void row_taps(const std::uint16_t* src, const float* k, int kw, long long n, float* out);
+
+// The separable method's row pass on row_group rows at once, where the host has AVX-512 (false
+// elsewhere: the caller runs row_taps on each row): out[r][t] = row_taps's sum for src[r], to the
+// bit, for r < row_group and t < n (n >= 16); src[r][t] must be readable for 0 <= t < n + kw - 1.
+// The rows are transposed in 16 x 16 blocks (each vector then holds one column of the 16 rows),
+// the taps run as plain FMAs on those columns, and the sums are transposed back: ~0.5 shuffles
+// per output instead of row_taps's one valignd per tap and 16 outputs, which shares Intel's
+// port 5 with the FMAs (kw = 31 on the 16-core Xeon host: 0.79-1.14 ns an output, row_taps).
+constexpr int row_group = 16;
+// From this many taps the separable method groups its row passes (below it row_taps's valignd
+// loop is as fast or faster; measured at kw = 7..127 on the Xeon host and a Zen 5 VM)
+constexpr int row_group_min_taps = 20;
+bool row_group_available();
+bool row_taps16(const float* const* src, const float* k, int kw, long long n, float* const* out);
+bool row_taps16(const std::uint8_t* const* src, const float* k, int kw, long long n, float* const* out);
+bool row_taps16(const std::uint16_t* const* src, const float* k, int kw, long long n, float* const* out);
 
 // Narrow pixels in and out, vectorised like taps_rows: float from uint8/uint16, and back
 // rounded half to even and saturated (saturate_round's function, NaN to 0).

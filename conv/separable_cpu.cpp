@@ -2,9 +2,9 @@
 // as a row pass (r over each extended source row) and a column pass (c over the filtered
 // rows), kh + kw multiply-adds per output instead of kh * kw. Units of max(64, 4 kh) output
 // rows x full-width strips (cpu_rows.hpp, ring_units): each source row is filtered
-// once into a ring of kh + 3 rows that stays in the core's L2, and every four output rows
-// are summed from the ring in one column call (cpu_rows.hpp, column_rows: each ring row
-// loaded once for the four) and stored (rounded and saturated for narrow pixels) as soon as
+// once into a ring of kh + 7 rows (kh + 22 when row_taps16 makes them 16 at once) that stays
+// in the core's L2, and every eight output rows are summed from the ring in one column call
+// (cpu_rows.hpp, column_rows: each ring row loaded once for the eight) and stored (rounded and saturated for narrow pixels) as soon as
 // their filtered rows are there: one pass over the image, no band of filtered rows. The row
 // pass (cpu_rows.hpp, row_taps) reads the source rows in place, uint8/uint16 widened in
 // registers; only the outputs at the boundary read extended rows.
@@ -39,9 +39,12 @@ class cpu_separable final : public plan::impl {
       thread_local std::vector<float> ext, ring;
       thread_local std::vector<const float*> rows;
       ext.resize((std::size_t)(row_taps_pad + ext_w));
-      // a ring of kh + column_block - 1 filtered rows: the column pass's last block of output
-      // rows reads them all
-      const int ring_rows = kh + column_block - 1;
+      // a ring of kh + column_block - 1 filtered rows (the column pass's last block of output
+      // rows reads them all), row_group - 1 more where the rows are made row_group at once
+      // (row_taps16: the kernel wide enough for its transposes to pay, the host with AVX-512),
+      // which may run that far ahead of the column pass
+      const bool grouped = kw >= row_group_min_taps && row_group_available();
+      const int ring_rows = kh + column_block - 1 + (grouped ? row_group - 1 : 0);
       const long long stride = ring_stride(n);
       ring.resize((std::size_t)(ring_rows * stride));
       rows.resize(ring_rows);
@@ -60,29 +63,58 @@ class cpu_separable final : public plan::impl {
       if (lo > 0) lo = std::max(lo, 16LL);
       if (hi < n) hi = std::min(hi, n - 16);
       if (hi - lo < 16) lo = hi = n;
-      auto row_pass = [&](const float* row, long long q) {
+      auto source = [&](long long q) -> const T* {  // nullptr: the row lies outside (outside value)
         const int src = border_index(y0 + p.geo.oy - (kh - 1) + q, (int)p.height, b);
-        const T* src_row = src < 0 ? nullptr : in + (plane * p.height + src) * p.width;
-        float* filtered = ring.data() + (q % ring_rows) * stride;
-        auto extended = [&](long long t0, long long t1) {
-          if (t0 >= t1) return;
-          extend_row(src_row, p.width, first + t0, t1 - t0 + kw - 1, b, outside, ext.data() + row_taps_pad);
-          row_taps(ext.data() + row_taps_pad, row, kw, t1 - t0, filtered + t0);
-        };
-        if (!src_row) return extended(0, n);
-        extended(0, lo);
-        if (lo < hi) row_taps(src_row + first + lo, row, kw, hi - lo, filtered + lo);
-        extended(hi, n);
+        return src < 0 ? nullptr : in + (plane * p.height + src) * p.width;
       };
+      auto filtered = [&](long long q) { return ring.data() + (q % ring_rows) * stride; };
+      auto extended = [&](const T* src_row, const float* row, float* to, long long t0, long long t1) {
+        if (t0 >= t1) return;
+        extend_row(src_row, p.width, first + t0, t1 - t0 + kw - 1, b, outside, ext.data() + row_taps_pad);
+        row_taps(ext.data() + row_taps_pad, row, kw, t1 - t0, to + t0);
+      };
+      auto row_pass = [&](const float* row, long long q) {
+        const T* src_row = source(q);
+        float* to = filtered(q);
+        if (!src_row) return extended(src_row, row, to, 0, n);
+        extended(src_row, row, to, 0, lo);
+        if (lo < hi) row_taps(src_row + first + lo, row, kw, hi - lo, to + lo);
+        extended(src_row, row, to, hi, n);
+      };
+      // rows [q, q + row_group) at once; false (nothing done) where one lies outside the image
+      auto group_pass = [&](const float* row, long long q) {
+        const T* src_rows[row_group];
+        const T* spans[row_group];
+        float* to[row_group];
+        for (int i = 0; i < row_group; ++i) {
+          if (!(src_rows[i] = source(q + i))) return false;
+          spans[i] = src_rows[i] + first + lo;
+          to[i] = filtered(q + i) + lo;
+        }
+        if (!row_taps16(spans, row, kw, hi - lo, to)) return false;
+        for (int i = 0; i < row_group; ++i) {
+          extended(src_rows[i], row, to[i] - lo, 0, lo);
+          extended(src_rows[i], row, to[i] - lo, hi, n);
+        }
+        return true;
+      };
+      const long long total = kh - 1 + (y1 - y0);  // filtered rows the unit needs
       for (int k = 0; k < p.kernels; ++k) {
         const float* column = f_.column.data() + (std::size_t)k * kh;
         const float* row = f_.row.data() + (std::size_t)k * kw;
-        for (long long q = 0; q < kh - 1; ++q) row_pass(row, q);
+        long long made = 0;  // filtered rows [0, made) are in the ring
+        auto make = [&](long long upto) {
+          while (made < upto) {
+            if (grouped && lo < hi && total - made >= row_group && group_pass(row, made)) made += row_group;
+            else row_pass(row, made++);
+          }
+        };
+        make(kh - 1);
         // output rows [y, y + count) read filtered rows newest - m, m < kh + count - 1
         for (long long y = y0; y < y1; y += column_block) {
           const int count = (int)std::min<long long>(column_block, y1 - y);
           const long long newest = y - y0 + kh - 1 + count - 1;
-          for (long long q = newest - count + 1; q <= newest; ++q) row_pass(row, q);
+          make(newest + 1);
           for (int m = 0; m < kh + count - 1; ++m) rows[m] = ring.data() + ((newest - m) % ring_rows) * stride;
           column_rows(rows.data(), column, kh, count, n,
                       out + ((plane * p.kernels + k) * p.map.out_h + y) * p.map.out_w + x0, p.map.out_w);

@@ -84,13 +84,13 @@ TEST_CASE("CPU direct and separable: every fixed tap count, ring wrap-around, se
 }
 
 TEST_CASE("CPU separable: several output rows per column call, band tails, odd widths", "[conv]") {
-  // the column pass sums column_block output rows per call, one at a time for a band's last
-  // 1..3 rows; strips of 1..200 columns take 64-column blocks, 16-column blocks and the
-  // scalar loop, the last block moved back over computed columns
+  // the column pass sums column_block (8) output rows per call, a band's last 1..7 rows four
+  // at a time and then one at a time; strips of 1..200 columns take the wide blocks, 16-column
+  // blocks and the scalar loop, the last block moved back over computed columns
   options o;
   o.border = boundary::reflect101;
   for (int k : {2, 5, 9, 10, 31}) {
-    for (long long h : {1LL, 3LL, 65LL, 66LL, 67LL}) {
+    for (long long h : {1LL, 3LL, 5LL, 65LL, 66LL, 67LL, 69LL, 71LL}) {
       INFO("kh " << k << " h " << h);
       check_method<float>(cpu_method::separable, h, 81, 1, 1, k, 3, o);
       check_method<std::uint8_t>(cpu_method::separable, h, 17, 1, 1, k, 5, o);
@@ -197,6 +197,61 @@ TEST_CASE("CPU row_taps: the row pass in place, to the bit taps_rows on the wide
   check_row_taps<float>();
   check_row_taps<std::uint8_t>();
   check_row_taps<std::uint16_t>();
+}
+
+// row_taps16 (16 rows at once, transposed) gives row_taps's result on each row to the bit, for
+// lengths around multiples of 16 and of its 512-output chunks; each row is its own allocation
+// of exactly n + kw - 1 values (a read past either end shows under ASan), the rows differ,
+// and one float row holds a NaN that must reach only that row's outputs over it
+template <typename T>
+void check_row_taps16() {
+  const float top = std::is_same_v<T, float> ? 0.f : std::is_same_v<T, std::uint8_t> ? 255.f : 65535.f;
+  for (int kw : {1, 2, 3, 9, 15, 16, 17, 31, 33, 63, 127}) {
+    for (long long n : {16LL, 17LL, 31LL, 100LL, 511LL, 512LL, 513LL, 1000LL, 1040LL}) {
+      INFO("kw " << kw << " n " << n);
+      const long long len = n + kw - 1;
+      std::vector<std::vector<T>> rows(row_group);
+      std::vector<const T*> src(row_group);
+      for (int r = 0; r < row_group; ++r) {
+        const auto values = test::random_reals<float>(std::size_t(len), 100 * r + kw);
+        rows[std::size_t(r)].resize(std::size_t(len));
+        for (long long t = 0; t < len; ++t) {
+          const float v = values[std::size_t(t)];
+          T& x = rows[std::size_t(r)][std::size_t(t)];
+          if constexpr (std::is_same_v<T, float>) x = r == 5 && t == len / 2 ? std::nanf("") : 1.f + v;
+          else x = (t + r) % 7 == 0 ? T(top) : (t + r) % 11 == 0 ? T(0) : T(std::abs(v) * top);
+        }
+        src[std::size_t(r)] = rows[std::size_t(r)].data();
+      }
+      const auto k = test::random_reals<float>(std::size_t(kw), 9 + kw);
+      std::vector<std::vector<float>> got(row_group, std::vector<float>(std::size_t(n)));
+      std::vector<float*> out(row_group);
+      for (int r = 0; r < row_group; ++r) out[std::size_t(r)] = got[std::size_t(r)].data();
+      if (!row_taps16(src.data(), k.data(), kw, n, out.data())) {
+        SUCCEED("row_taps16 needs AVX-512; this host runs row_taps per row");
+        return;
+      }
+      bool same = true;
+      for (int r = 0; r < row_group; ++r) {
+        // row_taps reads row_taps_pad values before the row: give it a padded copy
+        std::vector<T> padded(std::size_t(row_taps_pad + len));
+        std::copy(rows[std::size_t(r)].begin(), rows[std::size_t(r)].end(), padded.begin() + row_taps_pad);
+        std::vector<float> want((std::size_t)n);
+        row_taps(padded.data() + row_taps_pad, k.data(), kw, n, want.data());
+        for (long long t = 0; t < n; ++t) {
+          const float g = got[std::size_t(r)][std::size_t(t)], w = want[std::size_t(t)];
+          same = same && (g == w || (g != g && w != w));
+        }
+      }
+      CHECK(same);
+    }
+  }
+}
+
+TEST_CASE("CPU row_taps16: sixteen rows at once, to the bit row_taps on each", "[conv]") {
+  check_row_taps16<float>();
+  check_row_taps16<std::uint8_t>();
+  check_row_taps16<std::uint16_t>();
 }
 
 TEST_CASE("CPU separable: rows read in place and extended at the boundary, every mode and border", "[conv]") {
