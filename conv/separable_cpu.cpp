@@ -4,10 +4,11 @@
 // rows x full-width strips (cpu_rows.hpp, ring_units): each source row is filtered
 // once into a ring of kh + 7 rows (kh + 22 when row_taps16 makes them 16 at once) that stays
 // in the core's L2, and every eight output rows are summed from the ring in one column call
-// (cpu_rows.hpp, column_rows: each ring row loaded once for the eight) and stored (rounded and saturated for narrow pixels) as soon as
-// their filtered rows are there: one pass over the image, no band of filtered rows. The row
-// pass (cpu_rows.hpp, row_taps) reads the source rows in place, uint8/uint16 widened in
-// registers; only the outputs at the boundary read extended rows.
+// (cpu_rows.hpp, column_rows: each ring row loaded once for the eight) and stored (rounded
+// and saturated for narrow pixels) as soon as their filtered rows are there: one pass over
+// the image, no band of filtered rows. The row pass (cpu_rows.hpp, row_taps, row_taps16)
+// reads the source rows in place, uint8/uint16 widened in registers; only the outputs at the
+// boundary read extended rows.
 #include "cpu_rows.hpp"
 
 namespace gpuconv::conv {
