@@ -457,15 +457,11 @@ template <typename T>
 #endif
 
 template <typename T>
-bool row_taps16_any(const T* const* src, const float* k, int kw, long long n, float* const* out) {
+void row_taps16_any(const T* const* src, const float* k, int kw, long long n, float* const* out) {
 #if defined(__x86_64__)
-  if (n >= 16 && wide_vectors() == 8) {
-    row_taps16_avx512(src, k, kw, n, out);
-    return true;
-  }
+  if (n >= 16 && wide_vectors() == 8) return row_taps16_avx512(src, k, kw, n, out);
 #endif
-  (void)src, (void)k, (void)kw, (void)n, (void)out;
-  return false;
+  (void)src, (void)k, (void)kw, (void)n, (void)out;  // outside its precondition: nothing
 }
 
 // row_taps: AVX-512's loop where it runs (n >= 16), else taps_rows on the widened row
@@ -504,14 +500,14 @@ GPUCONV_CLONES void row_taps(const std::uint16_t* src, const float* k, int kw, l
 
 bool row_group_available() { return wide_vectors() == 8; }
 
-bool row_taps16(const float* const* src, const float* k, int kw, long long n, float* const* out) {
-  return row_taps16_any(src, k, kw, n, out);
+void row_taps16(const float* const* src, const float* k, int kw, long long n, float* const* out) {
+  row_taps16_any(src, k, kw, n, out);
 }
-bool row_taps16(const std::uint8_t* const* src, const float* k, int kw, long long n, float* const* out) {
-  return row_taps16_any(src, k, kw, n, out);
+void row_taps16(const std::uint8_t* const* src, const float* k, int kw, long long n, float* const* out) {
+  row_taps16_any(src, k, kw, n, out);
 }
-bool row_taps16(const std::uint16_t* const* src, const float* k, int kw, long long n, float* const* out) {
-  return row_taps16_any(src, k, kw, n, out);
+void row_taps16(const std::uint16_t* const* src, const float* k, int kw, long long n, float* const* out) {
+  row_taps16_any(src, k, kw, n, out);
 }
 
 namespace {

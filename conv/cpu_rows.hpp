@@ -52,9 +52,10 @@ void row_taps(const float* src, const float* k, int kw, long long n, float* out)
 void row_taps(const std::uint8_t* src, const float* k, int kw, long long n, float* out);
 void row_taps(const std::uint16_t* src, const float* k, int kw, long long n, float* out);
 
-// The separable method's row pass on row_group rows at once, where the host has AVX-512 (false
-// elsewhere: the caller runs row_taps on each row): out[r][t] = row_taps's sum for src[r], to the
-// bit, for r < row_group and t < n (n >= 16); src[r][t] must be readable for 0 <= t < n + kw - 1.
+// The separable method's row pass on row_group rows at once, where row_group_available() (the
+// host has AVX-512; elsewhere the caller runs row_taps on each row): out[r][t] = row_taps's sum
+// for src[r], to the bit, for r < row_group and t < n (n >= 16); src[r][t] must be readable for
+// 0 <= t < n + kw - 1.
 // The rows are transposed in 16 x 16 blocks (each vector then holds one column of the 16 rows),
 // the taps run as plain FMAs on those columns, and the sums are transposed back: ~0.5 shuffles
 // per output instead of row_taps's one valignd per tap and 16 outputs, which shares Intel's
@@ -64,9 +65,9 @@ constexpr int row_group = 16;
 // loop is as fast or faster; measured at kw = 7..127 on the Xeon host and a Zen 5 VM)
 constexpr int row_group_min_taps = 20;
 bool row_group_available();
-bool row_taps16(const float* const* src, const float* k, int kw, long long n, float* const* out);
-bool row_taps16(const std::uint8_t* const* src, const float* k, int kw, long long n, float* const* out);
-bool row_taps16(const std::uint16_t* const* src, const float* k, int kw, long long n, float* const* out);
+void row_taps16(const float* const* src, const float* k, int kw, long long n, float* const* out);
+void row_taps16(const std::uint8_t* const* src, const float* k, int kw, long long n, float* const* out);
+void row_taps16(const std::uint16_t* const* src, const float* k, int kw, long long n, float* const* out);
 
 // Narrow pixels in and out, vectorised like taps_rows: float from uint8/uint16, and back
 // rounded half to even and saturated (saturate_round's function, NaN to 0).

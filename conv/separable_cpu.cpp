@@ -92,7 +92,7 @@ class cpu_separable final : public plan::impl {
           spans[i] = src_rows[i] + first + lo;
           to[i] = filtered(q + i) + lo;
         }
-        if (!row_taps16(spans, row, kw, hi - lo, to)) return false;
+        row_taps16(spans, row, kw, hi - lo, to);  // grouped: row_group_available(); hi - lo >= 16
         for (int i = 0; i < row_group; ++i) {
           extended(src_rows[i], row, to[i] - lo, 0, lo);
           extended(src_rows[i], row, to[i] - lo, hi, n);

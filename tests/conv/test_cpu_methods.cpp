@@ -205,6 +205,10 @@ TEST_CASE("CPU row_taps: the row pass in place, to the bit taps_rows on the wide
 // and one float row holds a NaN that must reach only that row's outputs over it
 template <typename T>
 void check_row_taps16() {
+  if (!row_group_available()) {
+    SUCCEED("row_taps16 needs AVX-512; this host runs row_taps per row");
+    return;
+  }
   const float top = std::is_same_v<T, float> ? 0.f : std::is_same_v<T, std::uint8_t> ? 255.f : 65535.f;
   for (int kw : {1, 2, 3, 9, 15, 16, 17, 31, 33, 63, 127}) {
     for (long long n : {16LL, 17LL, 31LL, 100LL, 511LL, 512LL, 513LL, 1000LL, 1040LL}) {
@@ -227,10 +231,7 @@ void check_row_taps16() {
       std::vector<std::vector<float>> got(row_group, std::vector<float>(std::size_t(n)));
       std::vector<float*> out(row_group);
       for (int r = 0; r < row_group; ++r) out[std::size_t(r)] = got[std::size_t(r)].data();
-      if (!row_taps16(src.data(), k.data(), kw, n, out.data())) {
-        SUCCEED("row_taps16 needs AVX-512; this host runs row_taps per row");
-        return;
-      }
+      row_taps16(src.data(), k.data(), kw, n, out.data());
       bool same = true;
       for (int r = 0; r < row_group; ++r) {
         // row_taps reads row_taps_pad values before the row: give it a padded copy
