@@ -18,6 +18,7 @@
 #include <string>
 
 #include "../fft/device/cuda_check.hpp"
+#include "../fft/device/shared_limit.hpp"
 #include "pixel.cuh"
 #include "window_tile.cuh"
 #include "window_walks.cuh"
@@ -131,8 +132,7 @@ void direct_tiles::run(const in_t* in, out_t* out, const window_map& m, int kern
   const float* padded = this->padded(kernel);
   const dim3 block(s.tx, s.ty);
   auto launch = [&](auto* fn, const auto& taps) {
-    if (s.shared_bytes > 48 * 1024)
-      GPUCONV_CUDA(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)s.shared_bytes));
+    allow_dynamic_shared(fn, s.shared_bytes);
     fn<<<(unsigned)blocks, block, s.shared_bytes, stream>>>(in, out, m, kh_, kw_, taps, padded, s.tiles_x,
                                                            s.tiles_y * s.tiles_x, s.stride, s.taps_floats, vector_store);
     check_launch("window_kernel");

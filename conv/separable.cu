@@ -9,6 +9,7 @@
 #include <string>
 
 #include "../fft/device/cuda_check.hpp"
+#include "../fft/device/shared_limit.hpp"
 #include "pixel.cuh"
 #include "separable_tile.cuh"
 
@@ -86,9 +87,7 @@ void separable_tiles::run_tile(const T* in, T* out, const window_map& m, int k, 
   if (blocks >= (1LL << 31))
     throw std::invalid_argument("separable_tiles::run: " + std::to_string(blocks) + " blocks in one launch");
   const bool vector_store = m.out_w % 4 == 0 && reinterpret_cast<std::uintptr_t>(out) % (4 * sizeof(T)) == 0;
-  if (l.bytes > 48 * 1024)
-    GPUCONV_CUDA(cudaFuncSetAttribute(&separable_tile_kernel<T, T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      (int)l.bytes));
+  allow_dynamic_shared(&separable_tile_kernel<T, T>, l.bytes);
   separable_tile_kernel<T, T><<<(unsigned)blocks, dim3(t.shape.tx, t.shape.ty), l.bytes, stream>>>(
       in, out, tile_args{m, kh_, kw_, rows_.padded(k), columns_.padded(k), tiles_x, tiles_y * tiles_x, vector_store});
   check_launch("separable_tile_kernel");
@@ -126,8 +125,7 @@ void separable_tiles::run(const T* in, T* out, const tile_map& m, float* interme
       const long long tiles_x = (m.out_w + box_policy::width - 1) / box_policy::width;
       const long long tiles_y = (tmp_h + box_policy::rows - 1) / box_policy::rows;
       const std::size_t bytes = box_shared_bytes(kw_);
-      if (bytes > 48 * 1024)
-        GPUCONV_CUDA(cudaFuncSetAttribute(&box_rows_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+      allow_dynamic_shared(&box_rows_kernel<T>, bytes);
       box_rows_kernel<T><<<(unsigned)(n * tiles_y * tiles_x), box_policy::threads, bytes, stream>>>(
           src, intermediate, box_args{rows, kw_, box_[k][1], tiles_x, tiles_y * tiles_x});
       check_launch("box_rows_kernel");

@@ -9,6 +9,11 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 
+#include <cmath>
+#include <string>
+#include <thread>
+#include <vector>
+
 #include "conv/direct.hpp"
 #include "fft/device/cuda_check.hpp"
 #include "method_check.hpp"
@@ -305,4 +310,55 @@ TEST_CASE("CUDA direct path: block shapes cover the output and fit shared memory
   CHECK(direct_tiles::supports(255, 1));
   CHECK(direct_tiles::supports(1, 255));
   CHECK_FALSE(direct_tiles::supports(255, 255));
+}
+
+TEST_CASE("GPU direct and separable plans of several shapes, run from several threads at once", "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  // A 17 x 17 gaussian on images 160 wide and 64..136 high: the tile kernels' dynamic shared
+  // memory differs per height (50-89 KB for the direct walk), and the limit above 48 KB is the
+  // kernel's, not the launch's: each thread's launches must fit whatever the others ask for
+  // (fft/device/shared_limit.hpp; a batch of photos of several sizes on three GPU workers failed
+  // with cudaErrorInvalidValue before).
+  constexpr int K = 17;
+  std::vector<float> g(K), k(K * K);
+  double sum = 0;
+  for (int i = 0; i < K; ++i) sum += g[i] = float(std::exp(-0.5 * (i - K / 2) * (i - K / 2) / 4.0));
+  for (int y = 0; y < K; ++y)
+    for (int x = 0; x < K; ++x) k[y * K + x] = float(g[y] * g[x] / (sum * sum));
+  const int heights[] = {64, 100, 120, 128, 136, 120};
+  constexpr int width = 160, planes = 3, rounds = 25;
+  for (const cuda_path path : {cuda_path::direct, cuda_path::separable}) {
+    INFO("method " << to_string(path));
+    plan_options o;
+    o.device = backend::cuda;
+    o.path = path;
+    std::vector<std::vector<float>> inputs, expected;
+    for (const int h : heights) {  // one thread first: the expected outputs
+      inputs.push_back(test::random_reals<float>(std::size_t(h) * width * planes, test::fresh_seed()));
+      expected.emplace_back(inputs.back().size());
+      plan(h, width, planes, k.data(), K, K, o).execute(inputs.back().data(), expected.back().data());
+    }
+    std::vector<std::string> errors(std::size(heights));
+    std::vector<int> mismatches(std::size(heights), 0);
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < std::size(heights); ++t)
+      threads.emplace_back([&, t] {
+        try {
+          plan p(heights[t], width, planes, k.data(), K, K, o);
+          std::vector<float> out(expected[t].size());
+          for (int r = 0; r < rounds; ++r) {
+            p.execute(inputs[t].data(), out.data());
+            if (out != expected[t]) ++mismatches[t];
+          }
+        } catch (const std::exception& e) {
+          errors[t] = e.what();
+        }
+      });
+    for (auto& th : threads) th.join();
+    for (std::size_t t = 0; t < std::size(heights); ++t) {
+      INFO("thread " << t << ", " << heights[t] << " x " << width);
+      CHECK(errors[t] == "");
+      CHECK(mismatches[t] == 0);
+    }
+  }
 }
