@@ -1,6 +1,7 @@
 #include "jpeg_gpu.hpp"
 
 #include <dlfcn.h>
+#include <algorithm>
 
 #include <cstdlib>
 #include <cstring>
@@ -41,15 +42,15 @@ struct nvjpeg_api {
   nvjpegHandle_t encode_handle = nullptr;  // default backend
   const char* backend = "none";
   // Decoder states for the process, each used by one thread at a time (creating one costs
-  // 0.3-0.9 s on the H100). The first is made with the handles; the second afterwards, in
-  // the background loader, so that two decode stages keep the hardware decoder busier.
+  // 0.3-0.9 s on the H100). The first is made with the handles; the others afterwards, in
+  // the background loader, one per further decode stage, to keep the hardware decoder busier.
   struct decoder_state {
     nvjpegJpegState_t state = nullptr;
     std::mutex mutex;
     int batch = 0;  // the batch size the state was initialised for
     std::atomic<bool> ready{false};
   };
-  static constexpr int max_decoders = 2;
+  static constexpr int max_decoders = 4;
   decoder_state decoders[max_decoders];
 };
 
@@ -212,7 +213,7 @@ const nvjpeg_status& nvjpeg_library() {
   return status;
 }
 
-void nvjpeg_load_in_background() {
+void nvjpeg_load_in_background(int decoder_states) {
   // joined at exit, so that the process never ends while nvJPEG is being set up
   struct loader {
     std::thread thread;
@@ -222,11 +223,12 @@ void nvjpeg_load_in_background() {
   };
   static loader l;
   static std::once_flag started;
-  std::call_once(started, [] {
-    l.thread = std::thread([] {
+  const int states = std::clamp(decoder_states, 1, nvjpeg_api::max_decoders);
+  std::call_once(started, [states] {
+    l.thread = std::thread([states] {
       load_once();
       if (!status.available) return;
-      for (int k = 1; k < nvjpeg_api::max_decoders; ++k) {  // the further states, once the first is in use
+      for (int k = 1; k < states; ++k) {  // the further states, once the first is in use
         debug_timer ts{"further decoder state", k};
         if (api.nvjpegJpegStateCreate(api.decode_handle, &api.decoders[k].state) == NVJPEG_STATUS_SUCCESS)
           api.decoders[k].ready = true;
@@ -236,6 +238,8 @@ void nvjpeg_load_in_background() {
 }
 
 bool nvjpeg_ready() { return loaded && status.available; }
+
+bool nvjpeg_settled() { return loaded; }
 
 bool nvjpeg_encoder_ready() { return encoder_up; }
 

@@ -30,9 +30,12 @@ struct nvjpeg_status {
 };
 const nvjpeg_status& nvjpeg_library();
 // Starts loading nvJPEG on a thread of its own (its handles take ~0.5 s to create on an
-// H100); nvjpeg_ready() says, without waiting, whether it is loaded and available.
-void nvjpeg_load_in_background();
+// H100), with `decoder_states` decoder states (1..4, for as many threads decoding at once);
+// nvjpeg_ready() says, without waiting, whether it is loaded and available, nvjpeg_settled()
+// whether loading has ended (available or not).
+void nvjpeg_load_in_background(int decoder_states = 2);
 bool nvjpeg_ready();
+bool nvjpeg_settled();
 // Whether the encoder's handle is up, without waiting: it comes 0.5-1 s before the decoder's
 // (nvjpeg_ready). jpeg_gpu::encode_bgr works from then on; decode needs nvjpeg_ready().
 bool nvjpeg_encoder_ready();

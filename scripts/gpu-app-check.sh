@@ -9,17 +9,21 @@
 # Logs under $OUT (or ./gpu-app-logs); a short table last.
 #   6. --sanitize: compute-sanitizer memcheck, racecheck, synccheck over the [pipeline] tests
 #      (the pipeline's kernels and nvJPEG calls), each to completion
-#   scripts/gpu-app-check.sh [--no-tests] [--sanitize] [--no-bench] [--images N] [--reps R] [--png-images N]
+#   7. --sweep: the JPEG batch (all photos, gpuconv batch alone) under each of the pipeline's
+#      settings in SWEEP (env assignments, ';'-separated), twice each, with GPUCONV_BATCH_STATS
+#   scripts/gpu-app-check.sh [--no-tests] [--sanitize] [--no-bench] [--sweep] [--images N] [--reps R] [--png-images N]
 set -uo pipefail
 bin=${GPUCONV_BIN:-build-portable/apps/gpuconv}
 tests=${GPUCONV_APP_TESTS:-build-portable/tests/gpuconv_app_tests}
 out=${OUT:-$PWD/gpu-app-logs}
-images=96 reps=3 png_images=256 run_tests=1 sanitize=0 bench=1 jobs=$(nproc)
+images=96 reps=3 png_images=256 run_tests=1 sanitize=0 bench=1 sweep=0 jobs=$(nproc)
+sweep_settings=${SWEEP:-"GPUCONV_DECODE_STAGES=3;GPUCONV_DECODE_STAGES=2;GPUCONV_STARTUP_DECODERS=16;GPUCONV_DECODE_BATCH=16"}
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-tests) run_tests=0 ;;
     --sanitize) sanitize=1 ;;
     --no-bench) bench=0 ;;
+    --sweep) sweep=1 ;;
     --images) images=$2; shift ;;
     --reps) reps=$2; shift ;;
     --png-images) png_images=$2; shift ;;
@@ -48,7 +52,7 @@ if [ "$sanitize" = 1 ]; then
     summary+=("compute-sanitizer $tool over [pipeline]: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|test cases|All tests passed' "$out/sanitize-$tool.log" | tr '\n' ' ')")
   done
 fi
-if [ "$bench" = 0 ]; then
+if [ "$bench" = 0 ] && [ "$sweep" = 0 ]; then
   printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
   exit 0
 fi
@@ -58,6 +62,26 @@ fi
   > "$out/bench-generate.txt" 2>&1
 photo=$work/bench/in-jpeg/img00000.jpg
 ls -la "$work/bench/in-jpeg" | head -5 > "$out/photos.txt"
+
+if [ "$sweep" = 1 ]; then
+  IFS=';' read -ra settings <<< "$sweep_settings"
+  for r in 1 2; do
+    for setting in "${settings[@]}"; do
+      rm -rf "$work/sweep-out"
+      log="$out/sweep-$r-${setting//[^A-Za-z0-9_=]/_}.txt"
+      env $setting GPUCONV_BATCH_STATS=1 "$bin" batch "$work/bench/in-jpeg" gaussian:2 "$work/sweep-out" \
+        --device cuda --jobs "$jobs" > "$log" 2>&1
+      summary+=("sweep $setting run $r: $(grep -E '^gpuconv: batch done' "$log" | grep -oE '[0-9.]+ images/s') $(grep -oE 'CPU: [0-9]+|used at [0-9.]+ s' "$log" | tr '\n' ' ')")
+    done
+  done
+  rm -rf "$work/sweep-out"
+  if [ "$bench" = 0 ]; then
+    printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
+    tar -C "$out" -czf "$work/logs.tgz" --exclude summary.txt . && find "$out" -type f ! -name summary.txt -delete &&
+      mv "$work/logs.tgz" "$out/"
+    exit 0
+  fi
+fi
 
 # nvJPEG vs libjpeg: the identity kernel, written lossless
 for i in 0 1 2 3; do

@@ -136,14 +136,29 @@ std::size_t gpu_batch_size() {
   }
   return 8;
 }
-// GPU decode stages (threads), each taking one of nvJPEG's decoder states when free.
-// GPUCONV_DECODE_STAGES overrides (1..2).
+// GPU decode stages (threads), each taking one of nvJPEG's decoder states when free. A batch
+// call returns when its decode has finished, so several stages keep the decoder fed: H100
+// host, 480 photos of 12 MP, after nvJPEG's start-up, 2 stages 263-280 images/s, 3 stages
+// 307-330 (the same machine start; 4 stages no faster). GPUCONV_DECODE_STAGES overrides (1..4).
 int decode_stage_count() {
   if (const char* env = std::getenv("GPUCONV_DECODE_STAGES")) {
     const int n = std::atoi(env);
-    if (n >= 1 && n <= 2) return n;
+    if (n >= 1 && n <= 4) return n;
   }
-  return 2;
+  return 3;
+}
+// Decoders that decode JPEGs on the CPU while nvJPEG starts; the others wait for it. Its
+// start-up is mostly system time (the driver): 0.5-1.0 s beside 4 busy decoders, 1.0-1.5 s
+// beside 16 (H100 host, 16 cores), while one CPU decoder does ~8 photos/s and the GPU ~300
+// once up: a quarter of the decoders (nvJPEG's decoder first used at 0.67-0.99 s with 4,
+// 1.07-1.30 s with 16, in 480-photo batches of 12 MP).
+// GPUCONV_STARTUP_DECODERS overrides (0..jobs).
+int startup_decoders(int jobs) {
+  if (const char* env = std::getenv("GPUCONV_STARTUP_DECODERS")) {
+    const int n = std::atoi(env);
+    if (n >= 0) return std::min(n, jobs);
+  }
+  return std::max(1, jobs / 4);
 }
 // Decoded images waiting for a compute worker.
 constexpr std::size_t staged_images = 16;
@@ -161,10 +176,13 @@ int gpu_workers() {
 // GPUCONV_BATCH_STATS=1: seconds each stage's threads spent working and waiting, summed over
 // the threads, printed at the end (where a batch's time goes, for tuning).
 struct stage_stats {
-  enum slot { read, cpu_decode, push_decoded, gpu_decode, push_staged, compute, encode, write, wait_write, count };
-  static constexpr const char* names[count] = {"read (bytes)",      "read+decode (CPU)", "decoders blocked",
-                                               "GPU decode stage",  "decode blocked",    "compute workers",
-                                               "encode+write",      "write+fsync",       "writers idle"};
+  enum slot { read, cpu_decode, push_decoded, gpu_decode_input, gpu_decode_buffers, gpu_decode, push_staged,
+              compute_input, compute, encode, write, wait_write, count };
+  static constexpr const char* names[count] = {"read (bytes)",       "read+decode (CPU)",    "decoders blocked",
+                                               "GPU decode waits for JPEGs", "GPU decode waits for buffers",
+                                               "GPU decode stage",   "decode blocked",       "compute waits",
+                                               "compute workers",    "encode+write",         "write+fsync",
+                                               "writers idle"};
   bool on = [] {
     const char* e = std::getenv("GPUCONV_BATCH_STATS");
     return e && *e == '1';
@@ -356,21 +374,39 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   const std::size_t gpu_batch = gpu_batch_size();
   const int decode_stages = decode_stage_count();
   pipeline::device_pool decoded_on_gpu(staged_images + std::size_t(gpu_worker_count) + decode_stages * gpu_batch);
-  bounded_queue<work> decoded{std::size_t(jobs)}, staged{staged_images}, convolved{std::size_t(jobs)};
   const bool decode_stage = gpu && c->settings().decoder != jpeg_decoder::cpu &&
                             std::any_of(items.begin(), items.end(), [](const batch_item& it) { return is_jpeg_name(it.input); });
+  // With the GPU decode stage the decoders' queue holds mostly JPEG bytes (~4 MB for 12 MP), and
+  // room for a full batch per stage beside the decoders' own items: a batch larger than the
+  // queue would never fill. Otherwise it holds decoded images (36 MB at 12 MP): one per decoder.
+  const std::size_t decoded_capacity = std::size_t(jobs) + (decode_stage ? decode_stages * gpu_batch : 0);
+  bounded_queue<work> decoded{decoded_capacity}, staged{staged_images}, convolved{std::size_t(jobs)};
+  bounded_queue<work>& to_compute = decode_stage ? staged : decoded;
   std::atomic<std::size_t> next{0};
   std::atomic<int> decoders_left{jobs};
+  const int decoding_at_startup = decode_stage && settings.decoder == jpeg_decoder::automatic ? startup_decoders(jobs) : jobs;
+  auto since_start_ns = [&] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+  };
+  std::atomic<long long> gpu_decoder_ready_ns{-1};  // when a decoder first found nvJPEG ready
+  std::atomic<long long> last_gpu_decode_ns{-1};    // when the GPU's decoder last finished a batch
+  std::atomic<int> jpegs_on_cpu{0};
 
-  auto decoder = [&] {
+  auto decoder = [&](int j) {
     yield_to_compute();
+    if (j >= decoding_at_startup)  // leave the CPU to nvJPEG's start-up (startup_decoders())
+      while (!c->gpu_jpeg_settled() && !stop && !interrupted()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     for (std::size_t i; !stop && !interrupted() && (i = next++) < items.size();) {
       try {
         cv::Mat m;
         // JPEGs go to the GPU's decoder once nvJPEG has loaded (--decoder gpu: waits for it);
         // until then the CPU decodes them, so that its start-up costs no throughput
-        if (c && is_jpeg_name(items[i].input) &&
-            (settings.decoder == jpeg_decoder::gpu ? c->gpu_jpeg() : c->gpu_jpeg_ready())) {
+        const bool jpeg = c && is_jpeg_name(items[i].input);
+        if (jpeg && (settings.decoder == jpeg_decoder::gpu ? c->gpu_jpeg() : c->gpu_jpeg_ready())) {
+          if (stats.on && gpu_decoder_ready_ns < 0) {
+            long long unset = -1;
+            gpu_decoder_ready_ns.compare_exchange_strong(unset, since_start_ns());
+          }
           std::vector<unsigned char> bytes;
           pipeline::jpeg_header h;
           {
@@ -383,19 +419,23 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
             decoded.push(work{i, jpeg_file{std::move(bytes), h}});
             continue;
           }
+          auto t = stats.time(stage_stats::cpu_decode);
           m = read_image(items[i].input);  // progressive, gray, CMYK, damaged, ...: libjpeg as always
+          ++jpegs_on_cpu;
         } else {
           auto t = stats.time(stage_stats::cpu_decode);
+          if (jpeg) ++jpegs_on_cpu;
           if (const int pages = tiff_page_count(items[i].input); pages > 1)  // not its first page alone
             throw input_error("input '" + items[i].input.string() + "': a stack of " + std::to_string(pages) +
                               " pages; batch takes single images (convolve a stack with gpuconv STACK KERNEL OUT)");
           m = read_image(items[i].input);
         }
+        // decoded images go straight to the compute workers (past the GPU decode stages)
         auto t = stats.time(stage_stats::push_decoded);
         if (c && !gpu)
-          decoded.push(work{i, to_planes(m, settings.alpha)});
+          to_compute.push(work{i, to_planes(m, settings.alpha)});
         else
-          decoded.push(work{i, std::move(m)});
+          to_compute.push(work{i, std::move(m)});
       } catch (const std::exception& e) {
         record_failure(i, describe(i, e));
       }
@@ -403,15 +443,21 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
     if (--decoders_left == 0) decoded.close();
   };
   // The GPU's JPEG decode stages (threads, each with one of nvJPEG's decoder states): batches of JPEGs
-  // from the decoders' queue decoded into device buffers of the pool; everything else passes
-  // through. A batch nvJPEG refuses goes on undecoded (the CPU decodes it in the worker).
-  if (decode_stage) c->start_gpu_jpeg();
+  // from the decoders' queue (which holds nothing else: the CPU's decoded images go straight to
+  // the workers) decoded into device buffers of the pool. A batch nvJPEG refuses goes on
+  // undecoded (the CPU decodes it in the worker).
+  if (decode_stage) c->start_gpu_jpeg(decode_stages);
   std::atomic<int> decode_stages_left{decode_stages};
   auto gpu_decoder = [&] {
 #ifdef GPUCONV_HAVE_NVJPEG
     std::unique_ptr<cuda_stream> stream;
     std::unique_ptr<pipeline::jpeg_gpu> nvjpeg;
-    for (std::vector<work> batch; !(batch = decoded.pop_up_to(gpu_batch)).empty();) {
+    for (std::vector<work> batch;;) {
+      {
+        auto t = stats.time(stage_stats::gpu_decode_input);
+        batch = decoded.pop_up_to(gpu_batch);
+      }
+      if (batch.empty()) break;
       if (interrupted()) continue;  // drain: the decoders are stopping
       std::vector<pipeline::jpeg_gpu::input> inputs;
       std::vector<std::pair<work*, std::shared_ptr<unsigned char>>> leases;
@@ -419,6 +465,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
         for (work& w : batch)
           if (auto* f = std::get_if<jpeg_file>(&w.image)) {
             const int h = f->header.height, wd = f->header.width;
+            auto t = stats.time(stage_stats::gpu_decode_buffers);
             auto buffer = decoded_on_gpu.acquire(std::size_t(3) * h * wd);
             inputs.push_back({f->bytes.data(), f->bytes.size(), buffer.get(), h, wd});
             leases.emplace_back(&w, std::move(buffer));
@@ -434,6 +481,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
               const auto& h = std::get<jpeg_file>(w->image).header;
               w->image = device_jpeg{std::move(buffer), h.height, h.width};
             }
+          if (stats.on) last_gpu_decode_ns = since_start_ns();
         }
       } catch (const std::exception&) {
         // nvJPEG or the pool failed: the CPU decodes these files in the workers
@@ -458,7 +506,6 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
       workers.push_back(extra.back().get());
     }
   }
-  bounded_queue<work>& to_compute = decode_stage ? staged : decoded;
   std::atomic<int> computers_left{std::max<int>(1, int(workers.size()))};
   auto compute = [&](convolver* cw) {
     if (cw) {
@@ -468,7 +515,13 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
         // reported by the first image's plan, which names the file
       }
     }
-    while (auto w = to_compute.pop()) {
+    for (;;) {
+      std::optional<work> w;
+      {
+        auto t = stats.time(stage_stats::compute_input);
+        w = to_compute.pop();
+      }
+      if (!w) break;
       if (interrupted()) continue;  // drain: the decoders are stopping
       auto t = stats.time(stage_stats::compute);
       try {
@@ -592,7 +645,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   }
 
   std::vector<std::thread> threads;
-  for (int j = 0; j < jobs; ++j) threads.emplace_back(decoder);
+  for (int j = 0; j < jobs; ++j) threads.emplace_back(decoder, j);
   if (decode_stage)
     for (int k = 0; k < decode_stages; ++k) threads.emplace_back(gpu_decoder);
   if (workers.empty())
@@ -605,6 +658,10 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   if (progress_thread.joinable()) progress_thread.join();
 
   stats.print(log);
+  if (stats.on && decode_stage)
+    log << "gpuconv: JPEGs decoded on the CPU: " << jpegs_on_cpu << " (" << decoding_at_startup
+        << " decoders during nvJPEG's start-up); nvJPEG's decoder first used at " << std::setprecision(3)
+        << gpu_decoder_ready_ns * 1e-9 << " s, last at " << last_gpu_decode_ns * 1e-9 << " s\n";
   report.interrupted = interrupted();
   report.not_processed = report.total - report.done - report.skipped - report.failed;
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -218,9 +218,19 @@ bool convolver::wants_gpu_jpeg() const {
   return settings_.device == conv::backend::cuda && settings_.decoder != jpeg_decoder::cpu;
 }
 
-void convolver::start_gpu_jpeg() const {
+void convolver::start_gpu_jpeg(int decoder_states) const {
 #ifdef GPUCONV_HAVE_NVJPEG
-  if (wants_gpu_jpeg()) pipeline::nvjpeg_load_in_background();
+  if (wants_gpu_jpeg()) pipeline::nvjpeg_load_in_background(decoder_states);
+#else
+  (void)decoder_states;
+#endif
+}
+
+bool convolver::gpu_jpeg_settled() const {
+#ifdef GPUCONV_HAVE_NVJPEG
+  return !wants_gpu_jpeg() || pipeline::nvjpeg_settled();
+#else
+  return true;
 #endif
 }
 

@@ -165,10 +165,13 @@ class convolver {
   static const char* gpu_jpeg_decoder();
   // Whether nvJPEG is built in and loads (waits for it to load).
   static bool gpu_jpeg_available();
-  // Batches: starts loading nvJPEG on its own thread when this convolver would use it, and
-  // says without waiting whether it is ready (until then JPEGs are decoded by the CPU).
-  void start_gpu_jpeg() const;
+  // Batches: starts loading nvJPEG on its own thread when this convolver would use it, with
+  // a decoder state for each of `decoder_states` decode threads, and says without waiting
+  // whether it is ready (until then JPEGs are decoded by the CPU) or whether loading has
+  // ended either way (settled; true when this convolver does not use nvJPEG).
+  void start_gpu_jpeg(int decoder_states = 2) const;
   bool gpu_jpeg_ready() const;
+  bool gpu_jpeg_settled() const;
   // The GPU encoder alone is up (it comes 0.5-1 s before the decoder): JPEG outputs of
   // CPU-decoded images are encoded on the GPU from then on.
   bool gpu_jpeg_encoder_ready() const;

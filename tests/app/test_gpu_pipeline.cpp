@@ -6,7 +6,10 @@
 #include <catch2/generators/catch_generators.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <iterator>
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -230,4 +233,66 @@ TEST_CASE("GPU JPEG: nvJPEG decode + convolve + encode, against libjpeg and the 
   const double psnr2 = cv::PSNR(back2, gpu.run_gpu(libjpeg).image);
   INFO("run_gpu_to_jpeg against run_gpu: PSNR " << psnr2 << " dB");
   CHECK(psnr2 > 38);
+}
+
+TEST_CASE("batch on CUDA: JPEGs through the GPU decode stages, every setting, each file's own result",
+          "[app][cli][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  {
+    convolve_settings s;
+    s.device = conv::backend::cuda;
+    if (!convolver(make_kernel(3, 3, 1, 1.0), s).gpu_jpeg()) SKIP("nvJPEG is not available on this machine");
+  }
+  namespace fs = std::filesystem;
+  test::scratch_dir dir;
+  const fs::path in = dir / "in";
+  fs::create_directories(in);
+  constexpr int files = 30;
+  for (int i = 0; i < files; ++i) {  // three sizes, each photo different
+    char name[32];
+    std::snprintf(name, sizeof name, "p%02d.jpg", i);
+    REQUIRE(cv::imwrite((in / name).string(), photo(120 + 8 * (i % 3), 160, std::uint64_t(i + 1)),
+                        {cv::IMWRITE_JPEG_QUALITY, 92}));
+  }
+  auto batch = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> args{"batch", in.string(), "gaussian:2", (dir / out).string(), "--device", "cuda",
+                                  "--format", "png", "--jobs", "8", "-q"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = test::run_gpuconv(args, dir.path());
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return r.err;
+  };
+  // libjpeg's pixels (--decoder cpu), then nvJPEG's through the decode stages: the decoders' queue,
+  // the stages' batches and buffers, the decoders that wait for nvJPEG's start-up
+  batch("ref", {"--decoder", "cpu"});
+  struct setting {
+    const char *stages, *batch, *startup;
+  };
+  const setting settings[] = {{"4", "3", "0"}, {"1", "8", "0"}, {"3", "8", "2"}};
+  for (const auto& st : settings) {
+    ::setenv("GPUCONV_DECODE_STAGES", st.stages, 1);
+    ::setenv("GPUCONV_DECODE_BATCH", st.batch, 1);
+    ::setenv("GPUCONV_STARTUP_DECODERS", st.startup, 1);
+    ::setenv("GPUCONV_BATCH_STATS", "1", 1);
+    const std::string out = std::string("s") + st.stages + "-b" + st.batch + "-d" + st.startup;
+    const std::string err = batch(out, {});
+    for (const char* v : {"GPUCONV_DECODE_STAGES", "GPUCONV_DECODE_BATCH", "GPUCONV_STARTUP_DECODERS", "GPUCONV_BATCH_STATS"})
+      ::unsetenv(v);
+    INFO(out << ": " << err);
+    if (std::string(st.startup) == "0")  // every decoder waited for nvJPEG: the GPU decoded every file
+      CHECK(err.find("JPEGs decoded on the CPU: 0 (0 decoders") != std::string::npos);
+    for (const auto& e : fs::directory_iterator(dir / "ref")) {
+      const fs::path mine = dir / out / e.path().filename();
+      INFO(mine);
+      REQUIRE(fs::exists(mine));
+      const diff d = compare(cv::imread(mine.string(), cv::IMREAD_UNCHANGED), cv::imread(e.path().string(), cv::IMREAD_UNCHANGED));
+      INFO("nvJPEG vs libjpeg after the convolution: max " << d.max_abs << ", rel L2 " << d.rel_l2);
+      CHECK(d.max_abs <= 24);
+      CHECK(d.rel_l2 <= 0.01);
+      if (out == "s1-b8-d0")  // nvJPEG decodes a file the same in any batch, on any stage
+        CHECK(test::read_file(mine) == test::read_file(dir / "s4-b3-d0" / e.path().filename()));
+    }
+    CHECK(std::distance(fs::directory_iterator(dir / out), fs::directory_iterator{}) == files);
+  }
 }
