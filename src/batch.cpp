@@ -395,7 +395,8 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   auto decoder = [&](int j) {
     yield_to_compute();
     if (j >= decoding_at_startup)  // leave the CPU to nvJPEG's start-up (startup_decoders())
-      while (!c->gpu_jpeg_settled() && !stop && !interrupted()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      while (!c->gpu_jpeg_settled() && next < items.size() && !stop && !interrupted())
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
     for (std::size_t i; !stop && !interrupted() && (i = next++) < items.size();) {
       try {
         cv::Mat m;
