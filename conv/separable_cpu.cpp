@@ -116,7 +116,7 @@ class cpu_separable final : public plan::impl {
           const int count = (int)std::min<long long>(column_block, y1 - y);
           const long long newest = y - y0 + kh - 1 + count - 1;
           make(newest + 1);
-          for (int m = 0; m < kh + count - 1; ++m) rows[m] = ring.data() + ((newest - m) % ring_rows) * stride;
+          for (int m = 0; m < kh + count - 1; ++m) rows[m] = filtered(newest - m);
           column_rows(rows.data(), column, kh, count, n,
                       out + ((plane * p.kernels + k) * p.map.out_h + y) * p.map.out_w + x0, p.map.out_w);
         }

@@ -35,6 +35,14 @@ mkdir -p "$out"
 work=$(mktemp -d /tmp/gpu-app-check.XXXX)
 trap 'rm -rf "$work"' EXIT
 summary=()
+# the summary, then (the device tool returns few files) everything else in one archive
+finish() {
+  echo "==== gpu-app-check summary ($(cat "$out/gpu.txt")) ===="
+  printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
+  tar -C "$out" -czf "$work/logs.tgz" --exclude summary.txt . && find "$out" -type f ! -name summary.txt -delete &&
+    mv "$work/logs.tgz" "$out/"
+  exit 0
+}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt" 2>&1
 "$bin" --version | tee "$out/version.txt"
 
@@ -52,10 +60,7 @@ if [ "$sanitize" = 1 ]; then
     summary+=("compute-sanitizer $tool over [pipeline]: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|test cases|All tests passed' "$out/sanitize-$tool.log" | tr '\n' ' ')")
   done
 fi
-if [ "$bench" = 0 ] && [ "$sweep" = 0 ]; then
-  printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
-  exit 0
-fi
+[ "$bench" = 0 ] && [ "$sweep" = 0 ] && finish
 
 # the photos, generated once by the bench (kept for the later runs)
 "$bin" bench --workload jpeg --images "$images" --jobs "$jobs" --device cpu --no-peer --dir "$work/bench" --keep -q \
@@ -75,12 +80,7 @@ if [ "$sweep" = 1 ]; then
     done
   done
   rm -rf "$work/sweep-out"
-  if [ "$bench" = 0 ]; then
-    printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
-    tar -C "$out" -czf "$work/logs.tgz" --exclude summary.txt . && find "$out" -type f ! -name summary.txt -delete &&
-      mv "$work/logs.tgz" "$out/"
-    exit 0
-  fi
+  [ "$bench" = 0 ] && finish
 fi
 
 # nvJPEG vs libjpeg: the identity kernel, written lossless
@@ -150,8 +150,4 @@ for r in $(seq "$reps"); do
 done
 summary+=("png ceiling/opencv (last run): $(grep -E '^(decode|OpenCV)' "$out/bench-png-$reps.txt" | tr -s ' ' | tr '\n' ';')")
 
-echo "==== gpu-app-check summary ($(cat "$out/gpu.txt")) ===="
-printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
-# the device tool returns few files: everything but the summary in one archive
-tar -C "$out" -czf "$work/logs.tgz" --exclude summary.txt . && find "$out" -type f ! -name summary.txt -delete &&
-  mv "$work/logs.tgz" "$out/"
+finish
