@@ -45,6 +45,8 @@ __global__ void crop_kernel(const float* in, float* out, int h, int w, int ph, i
   }
 }
 
+__global__ void empty_kernel() {}
+
 unsigned blocks(long long n) {
   static const int sms = [] {
     int device = 0, count = 0;
@@ -105,6 +107,8 @@ struct conv_row {
   int tuned_tile = 0;  // plan_options::autotune's choice (fp32 rows)
   conv::cuda_path tuned_path = conv::cuda_path::automatic;
   double tuned_ms = 0;
+  double streamed_ms = 0, cufft_streamed_ms = 0;  // per call, calls back to back (median_ms_streamed)
+  double host_us = 0;                             // ours: host time a call takes to queue its work
 };
 
 // Flops of the chosen method per run: direct K^2 and separable 2K multiply-adds per output;
@@ -148,9 +152,20 @@ int run_conv(const options& opt) {
   std::printf("measured copy bandwidth (read + write): %.0f GB/s; fp32 FMA rate: %.1f TFLOP/s\n", copy_gbs, tflops);
   std::printf("byte floor: 8 B per output pixel in fp32 (%.0f Gpix/s), 2 B in uint8 (%.0f Gpix/s)\n\n", copy_gbs / 8,
               copy_gbs / 2);
+  {  // the timing's own floor: a kernel that does nothing, timed as the cases are
+    auto empty = [](cudaStream_t s) { empty_kernel<<<1, 32, 0, s>>>(); };
+    const float alone = median_ms(empty, opt.warmup, opt.reps, stream);
+    const float streamed = median_ms_streamed(empty, opt.warmup, opt.reps, 20, stream);
+    check_launch("empty_kernel");
+    double host_us = 0;
+    median_ms_streamed(empty, opt.warmup, opt.reps, 20, stream, &host_us);
+    std::printf("an empty kernel: %.1f us timed alone from an idle stream, %.1f us a launch back to back (%.1f us\n"
+                "of host time to queue each)\n\n", alone * 1e3, streamed * 1e3, host_us);
+  }
   // the last two: the issue's small-image batches (1000 x 28^2, 256 x 100^2), small kernels only
   const int shapes[5][2] = {{4096, 1}, {256, 64}, {64, 1024}, {28, 1000}, {100, 256}};
   std::vector<conv_row> rows;
+  constexpr int streamed_calls = 20;
   const std::uint64_t seed = (std::uint64_t)std::chrono::steady_clock::now().time_since_epoch().count();
   for (const auto& shape : shapes) {
     const int size = shape[0], batch = shape[1];
@@ -184,6 +199,11 @@ int run_conv(const options& opt) {
                        opt.warmup, opt.reps, stream);
       r.cufft_ms = median_ms([&](cudaStream_t s) { ++j; base.run(in[j % sets].data(), ref.data(), s); }, opt.warmup,
                              opt.reps, stream);
+      r.streamed_ms = median_ms_streamed(
+          [&](cudaStream_t s) { ++i; ours.execute_device(in[i % sets].data(), out[i % sets].data(), s); }, opt.warmup,
+          opt.reps, streamed_calls, stream, &r.host_us);
+      r.cufft_streamed_ms = median_ms_streamed([&](cudaStream_t s) { ++j; base.run(in[j % sets].data(), ref.data(), s); },
+                                               opt.warmup, opt.reps, streamed_calls, stream);
       {  // the same plan tuned at plan time (plan_options::autotune)
         conv::plan_options pt = po;
         pt.autotune = true;
@@ -223,37 +243,49 @@ int run_conv(const options& opt) {
         int i8 = 0;
         r8.ms = median_ms([&](cudaStream_t s) { ++i8; ours.execute_device(in8[i8 % sets].data(), out8[i8 % sets].data(), s); },
                           opt.warmup, opt.reps, stream);
+        r8.streamed_ms = median_ms_streamed(
+            [&](cudaStream_t s) { ++i8; ours.execute_device(in8[i8 % sets].data(), out8[i8 % sets].data(), s); },
+            opt.warmup, opt.reps, streamed_calls, stream, &r8.host_us);
+        r8.cufft_streamed_ms = 0;
         rows.push_back(r8);
       }
       std::fprintf(stderr, "conv %dx%d x%d k=%d done\n", size, size, batch, k);
     }
   }
-  std::printf("%-16s %4s %6s %9s | %8s %8s %6s %7s | %9s %8s | %6s %8s | %s\n", "images", "K", "path", "tile", "ms",
-              "Gpix/s", "%copy", "%floor", "cuFFT ms", "Gpix/s", "ratio", "err", "autotuned");
+  std::printf("%-16s %4s %6s %9s | %8s %8s %6s %7s | %8s %8s %7s | %9s %8s %8s | %6s %8s | %s\n", "images", "K", "path",
+              "tile", "ms", "Gpix/s", "%copy", "%floor", "strm ms", "Gpix/s", "host us", "cuFFT ms", "Gpix/s", "strm ms", "ratio",
+              "err", "autotuned");
   for (const auto& r : rows) {
     const double px = double(r.size) * r.size * r.batch;
-    char img[32], tile[32];
+    char img[32], tile[32], cufft_streamed[16] = "-";
     std::snprintf(img, sizeof img, "%dx%d^2%s", r.batch, r.size, r.u8 ? " u8" : "");
     std::snprintf(tile, sizeof tile, "%dx%d", r.tile_h, r.tile_w);
+    if (r.cufft_streamed_ms > 0) std::snprintf(cufft_streamed, sizeof cufft_streamed, "%.3f", r.cufft_streamed_ms);
     const double floor = std::max(r.floor_ms, r.flop_ms);
     char tuned[48] = "";
     if (r.tuned_tile)
       std::snprintf(tuned, sizeof tuned, "%s %d %.3f ms", path_name(r.tuned_path), r.tuned_tile, r.tuned_ms);
-    std::printf("%-16s %4d %6s %9s | %8.3f %8.1f %5.1f%% %6.1f%% | %9.3f %8.1f | %5.1fx %8.1e | %s\n", img, r.k,
-                path_name(r.path), tile, r.ms, px / (r.ms * 1e6), 100.0 * r.floor_ms / r.ms, 100.0 * floor / r.ms,
-                r.cufft_ms, px / (r.cufft_ms * 1e6), r.cufft_ms / r.ms, r.err, tuned);
+    std::printf("%-16s %4d %6s %9s | %8.3f %8.1f %5.1f%% %6.1f%% | %8.3f %8.1f %7.1f | %9.3f %8.1f %8s | %5.1fx %8.1e | %s\n",
+                img, r.k, path_name(r.path), tile, r.ms, px / (r.ms * 1e6), 100.0 * r.floor_ms / r.ms,
+                100.0 * floor / r.ms, r.streamed_ms, px / (r.streamed_ms * 1e6), r.host_us, r.cufft_ms, px / (r.cufft_ms * 1e6),
+                cufft_streamed, r.cufft_ms / r.ms, r.err, tuned);
   }
   std::printf("\n%%copy: the byte floor (8 B/px fp32, 2 B/px uint8 at the copy rate) over the time; %%floor: the larger\n"
               "of the byte floor and the flop floor (the path's FFT flops at the FMA rate) over the time.\n"
               "err: relative L2 against the cuFFT pipeline (fp32); for u8 the largest |difference| from the\n"
-              "pipeline's result rounded and saturated (1 = a value near a half step rounded the other way).\n");
+              "pipeline's result rounded and saturated (1 = a value near a half step rounded the other way).\n"
+              "ms: one call timed alone from an idle stream (the host's launch latency included); strm ms: per\n"
+              "call with %d calls back to back between the events (what a caller keeping the GPU busy sees);\n"
+              "host us: the host time a call of ours takes to queue its work in that loop.\n",
+              streamed_calls);
   if (!opt.csv.empty()) {
     std::ofstream f(opt.csv);
-    f << "gpu,copy_gbs,tflops,size,batch,k,type,path,tile_h,tile_w,ms,cufft_ms,err,byte_floor_ms,flop_floor_ms\n";
+    f << "gpu,copy_gbs,tflops,size,batch,k,type,path,tile_h,tile_w,ms,cufft_ms,err,byte_floor_ms,flop_floor_ms,streamed_ms,cufft_streamed_ms\n";
     for (const auto& r : rows)
       f << '"' << prop.name << "\"," << copy_gbs << ',' << tflops << ',' << r.size << ',' << r.batch << ',' << r.k << ','
         << (r.u8 ? "u8" : "f32") << ',' << path_name(r.path) << ',' << r.tile_h << ',' << r.tile_w << ','
-        << r.ms << ',' << r.cufft_ms << ',' << r.err << ',' << r.floor_ms << ',' << r.flop_ms << '\n';
+        << r.ms << ',' << r.cufft_ms << ',' << r.err << ',' << r.floor_ms << ',' << r.flop_ms << ','
+        << r.streamed_ms << ',' << r.cufft_streamed_ms << '\n';
   }
   for (const auto& r : rows)
     if (r.u8 ? !(r.err <= 1) : !(r.err < 1e-5)) {

@@ -2,6 +2,7 @@
 // random device data, and an on-device relative-L2 comparison.
 #pragma once
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -40,6 +41,31 @@ float median_ms(F&& f, B&& before, int warmup, int reps, cudaStream_t stream) {
 template <typename F>
 float median_ms(F&& f, int warmup, int reps, cudaStream_t stream) {
   return median_ms(f, [] {}, warmup, reps, stream);
+}
+
+// Median milliseconds per call of f(stream) when `per` calls run back to back between the two
+// events (the host queues the next launch while the GPU runs the last): what a caller that
+// keeps the GPU busy sees. median_ms() times one call from an idle stream, which adds the
+// host's launch latency to every small case.
+// `host_us`, when given: the median host microseconds a call takes to queue its work.
+template <typename F>
+float median_ms_streamed(F&& f, int warmup, int reps, int per, cudaStream_t stream, double* host_us = nullptr) {
+  cuda_event start, stop;
+  for (int i = 0; i < warmup; ++i) f(stream);
+  std::vector<float> t;
+  std::vector<double> h;
+  for (int i = 0; i < reps; ++i) {
+    GPUCONV_CUDA(cudaEventRecord(start, stream));
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int j = 0; j < per; ++j) f(stream);
+    h.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / per);
+    GPUCONV_CUDA(cudaEventRecord(stop, stream));
+    t.push_back(stop.elapsed_since(start) / float(per));
+  }
+  std::sort(t.begin(), t.end());
+  std::sort(h.begin(), h.end());
+  if (host_us) *host_us = h[h.size() / 2];
+  return t[t.size() / 2];
 }
 
 // Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes written.
