@@ -13,6 +13,8 @@
 #include "direct.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -28,21 +30,21 @@ namespace gpuconv::conv {
 namespace {
 
 // The kernel-level entry: the two phases of window_walks.cuh around the barrier.
-template <walk W, int K, typename in_t, typename out_t>
+template <walk W, int K, int R, typename in_t, typename out_t>
 __global__ void __launch_bounds__(window_policy::max_threads, 1)
     window_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const window_map m, const int kh, const int kw,
                   const fixed_taps<K * K> taps, const float* __restrict__ padded, const long long tiles_x,
                   const long long tiles_per_plane, const int stride, const int taps_floats, const bool vector_store) {
   extern __shared__ float4 shared_raw[];
   const window_args a{m, kh, kw, padded, tiles_x, tiles_per_plane, stride, taps_floats, vector_store};
-  window_load<W>(in, a, reinterpret_cast<float*>(shared_raw));
+  window_load<W, R>(in, a, reinterpret_cast<float*>(shared_raw));
   wait_copies();
   __syncthreads();
-  window_sum<W, K>(out, a, taps, reinterpret_cast<const float*>(shared_raw));
+  window_sum<W, K, R>(out, a, taps, reinterpret_cast<const float*>(shared_raw));
 }
 
 std::size_t shape_bytes(const window_shape& s, int kh) {
-  return (std::size_t(s.taps_floats) + std::size_t(s.ty * window_policy::rows_per_thread + kh - 1) * s.stride) * 4;
+  return (std::size_t(s.taps_floats) + std::size_t(s.ty * s.rows + kh - 1) * s.stride) * 4;
 }
 
 template <typename F>
@@ -59,9 +61,13 @@ void dispatch_unrolled(int k, F&& f) {
 
 }  // namespace
 
-window_shape window_shape_for(long long out_h, long long out_w, int kh, int kw) {
-  constexpr int R = window_policy::rows_per_thread, C = window_policy::columns_per_thread;
+window_shape window_shape_for(long long out_h, long long out_w, int kh, int kw, int rows) {
+  if (rows != 8 && rows != 4 && rows != 2)
+    throw std::invalid_argument("window_shape_for: " + std::to_string(rows) + " rows a thread (8, 4 or 2)");
+  const int R = rows;
+  constexpr int C = window_policy::columns_per_thread;
   window_shape s;
+  s.rows = R;
   s.tx = out_w > 64 ? 32 : out_w > 32 ? 16 : 8;
   s.tile_w = s.tx * C;
   s.stride = s.tile_w + round4(kw) + 4;
@@ -80,6 +86,30 @@ window_shape window_shape_for(long long out_h, long long out_w, int kh, int kw) 
   s.tiles_x = (out_w + s.tile_w - 1) / s.tile_w;
   s.shared_bytes = shape_bytes(s, kh);
   return s;
+}
+
+namespace {
+int rows_from_environment() {
+  const char* e = std::getenv("GPUCONV_DIRECT_ROWS");
+  const int r = e ? std::atoi(e) : 0;
+  return r == 8 || r == 4 || r == 2 ? r : 0;
+}
+std::atomic<int> forced_rows{rows_from_environment()};
+}  // namespace
+
+void force_window_rows(int rows) {
+  if (rows != 0 && rows != 8 && rows != 4 && rows != 2)
+    throw std::invalid_argument("force_window_rows: " + std::to_string(rows) + " (8, 4, 2 or 0)");
+  forced_rows = rows;
+}
+
+int window_rows_for(long long out_h, long long out_w, int kh, int kw, long long planes, int sms) {
+  if (const int forced = forced_rows.load()) return forced;
+  for (int rows : {8, 4}) {
+    const window_shape s = window_shape_for(out_h, out_w, kh, kw, rows);
+    if ((double)planes * s.tiles_y * s.tiles_x * s.tx * s.ty >= 512.0 * std::max(sms, 1)) return rows;
+  }
+  return 2;
 }
 
 bool direct_tiles::supports(int kh, int kw) {
@@ -110,6 +140,9 @@ direct_tiles::direct_tiles(const std::vector<float>& kernels, int count, int kh,
   if (count < 1 || kernels.size() != std::size_t(count) * kh * kw)
     throw std::invalid_argument("direct_tiles: " + std::to_string(kernels.size()) + " kernel values for " +
                                 std::to_string(count) + " kernels of " + std::to_string(kh) + " x " + std::to_string(kw));
+  int device = 0;
+  GPUCONV_CUDA(cudaGetDevice(&device));
+  GPUCONV_CUDA(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device));
   const std::vector<float> padded = padded_taps(kernels.data(), count, kh, kw);
   padded_ = device_buffer<float>(padded.size());
   GPUCONV_CUDA(cudaMemcpy(padded_.data(), padded.data(), padded_.bytes(), cudaMemcpyHostToDevice));
@@ -122,7 +155,10 @@ void direct_tiles::run(const in_t* in, out_t* out, const window_map& m, int kern
   if (kernel < 0 || kernel >= count_)
     throw std::invalid_argument("direct_tiles::run: kernel " + std::to_string(kernel) + " of a bank of " +
                                 std::to_string(count_));
-  const window_shape s = window_shape_for(m.out_h, m.out_w, kh_, kw_);
+  // the separable path's passes between pixel types keep 8 rows a thread (fewer instantiations)
+  const int rows = std::is_same_v<in_t, out_t> ? window_rows_for(m.out_h, m.out_w, kh_, kw_, m.planes, sms_)
+                                               : window_policy::rows_per_thread;
+  const window_shape s = window_shape_for(m.out_h, m.out_w, kh_, kw_, rows);
   const long long blocks = m.planes * s.tiles_y * s.tiles_x;
   if (blocks < 1) return;
   if (blocks >= (1LL << 31))
@@ -137,20 +173,28 @@ void direct_tiles::run(const in_t* in, out_t* out, const window_map& m, int kern
                                                            s.tiles_y * s.tiles_x, s.stride, s.taps_floats, vector_store);
     check_launch("window_kernel");
   };
-  if (std::is_same_v<in_t, out_t> && direct_unrolled(kh_, kw_)) {  // (the separable passes are never square)
-    if constexpr (std::is_same_v<in_t, out_t>) dispatch_unrolled(kh_, [&](auto side) {
-      constexpr int K = decltype(side)::value;
-      fixed_taps<K * K> taps;
-      std::copy_n(host_.data() + std::size_t(kernel) * K * K, K * K, taps.v);
-      launch(&window_kernel<walk::unrolled, K, in_t, out_t>, taps);
-    });
-  } else if (kw_ == 1) {
-    launch(&window_kernel<walk::column, 1, in_t, out_t>, fixed_taps<1>{});
-  } else if (kh_ == 1) {
-    launch(&window_kernel<walk::row, 1, in_t, out_t>, fixed_taps<1>{});
-  } else {
-    launch(&window_kernel<walk::generic, 1, in_t, out_t>, fixed_taps<1>{});
+  auto walks = [&](auto r) {
+    constexpr int R = decltype(r)::value;
+    if (std::is_same_v<in_t, out_t> && direct_unrolled(kh_, kw_)) {  // (the separable passes are never square)
+      if constexpr (std::is_same_v<in_t, out_t>) dispatch_unrolled(kh_, [&](auto side) {
+        constexpr int K = decltype(side)::value;
+        fixed_taps<K * K> taps;
+        std::copy_n(host_.data() + std::size_t(kernel) * K * K, K * K, taps.v);
+        launch(&window_kernel<walk::unrolled, K, R, in_t, out_t>, taps);
+      });
+    } else if (kw_ == 1) {
+      launch(&window_kernel<walk::column, 1, R, in_t, out_t>, fixed_taps<1>{});
+    } else if (kh_ == 1) {
+      launch(&window_kernel<walk::row, 1, R, in_t, out_t>, fixed_taps<1>{});
+    } else {
+      launch(&window_kernel<walk::generic, 1, R, in_t, out_t>, fixed_taps<1>{});
+    }
+  };
+  if constexpr (std::is_same_v<in_t, out_t>) {
+    if (rows == 2) return walks(std::integral_constant<int, 2>{});
+    if (rows == 4) return walks(std::integral_constant<int, 4>{});
   }
+  walks(std::integral_constant<int, window_policy::rows_per_thread>{});
 }
 
 #define GPUCONV_DIRECT_RUN(in_t, out_t) \

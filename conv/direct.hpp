@@ -49,7 +49,8 @@ inline window_map window_map_of(const tile_map& m, int kernel) {
 }
 
 // Work per thread: rows_per_thread consecutive output rows x 4 consecutive columns (one
-// float4 of shared memory per row of the register window).
+// float4 of shared memory per row of the register window). The direct path's launches take
+// fewer rows a thread (4 or 2: window_rows_for) where the problem is too small to fill the GPU.
 struct window_policy {
   static constexpr int rows_per_thread = 8;
   static constexpr int columns_per_thread = 4;
@@ -57,9 +58,10 @@ struct window_policy {
   static constexpr int max_shared_bytes = 200 * 1024;
 };
 
-// A block of tx x ty threads computes a tile of (ty * rows_per_thread) x (tx * 4) outputs;
-// shared memory holds the taps (generic and column walks) and the tile's input rows.
+// A block of tx x ty threads computes a tile of (ty * rows) x (tx * 4) outputs; shared memory
+// holds the taps (generic and column walks) and the tile's input rows.
 struct window_shape {
+  int rows = window_policy::rows_per_thread;  // output rows a thread (8, 4 or 2)
   int tx = 0, ty = 0;
   int tile_h = 0, tile_w = 0;  // outputs per block
   int stride = 0;              // floats per shared row: tile_w + round_up(kw, 4) + 4
@@ -72,7 +74,21 @@ struct window_shape {
 // rows of threads for the output's height, at most 256 threads (512 when that makes one block
 // hold a plane's height), fewer while the shared tile exceeds max_shared_bytes. Throws
 // std::invalid_argument when even one row of threads does not fit (direct_tiles::supports).
-window_shape window_shape_for(long long out_h, long long out_w, int kh, int kw);
+window_shape window_shape_for(long long out_h, long long out_w, int kh, int kw,
+                              int rows = window_policy::rows_per_thread);
+
+// The direct path's rows a thread for `planes` output planes of out_h x out_w on a GPU of `sms`
+// multiprocessors: 8 when that grid has at least 512 threads a multiprocessor, else 4 when 4
+// does, else 2 (on the H100, 256 x 100^2 and 64 x 256^2 ran as fast at 8 as at 4; 1000 x 28^2
+// 1.6x faster at 2). A grid smaller than the GPU runs as long as its slowest block, and a block's
+// time is its threads' instruction chains (1000 x 28^2 at 8 rows: one-warp blocks of ~4800
+// instructions at ~6 cycles each, 19 us); fewer rows a thread cut the chains and give the
+// schedulers more warps.
+int window_rows_for(long long out_h, long long out_w, int kh, int kw, long long planes, int sms);
+// Tests and measurements: makes window_rows_for answer `rows` (8, 4 or 2; 0 restores its rule).
+// Starts as GPUCONV_DIRECT_ROWS. Plans made after the call take it (and so do the launches of
+// plans already made on the direct path: they shape each launch by it).
+void force_window_rows(int rows);
 
 // The kernel sizes the unrolled walk is compiled for (square, odd).
 constexpr bool direct_unrolled(int kh, int kw) { return kh == kw && kh >= 3 && kh <= 11 && kh % 2 == 1; }
@@ -108,6 +124,7 @@ class direct_tiles {
 
  private:
   int count_, kh_, kw_;
+  int sms_ = 0;                   // the device's multiprocessors (window_rows_for)
   std::vector<float> host_;       // the kernels as given (the unrolled walk's launch parameters)
   device_buffer<float> padded_;   // per kernel kh x round_up(kw, 4), reversed along x, zero padded
 };

@@ -149,8 +149,8 @@ bool box_factors(const rank1_factors& f, int count, int kh, int kw) {
   return true;
 }
 
-tiling direct_tiling(long long out_h, long long out_w, int kh, int kw) {
-  const window_shape s = window_shape_for(out_h, out_w, kh, kw);
+tiling direct_tiling(long long out_h, long long out_w, int kh, int kw, int rows) {
+  const window_shape s = window_shape_for(out_h, out_w, kh, kw, rows);
   return {s.tile_h + kh - 1, s.tile_w + kw - 1, s.tile_h, s.tile_w, s.tiles_y, s.tiles_x};
 }
 
@@ -159,8 +159,8 @@ cuda_choice choose_cuda_method(const std::vector<float>& kernels, int count, int
   const bool any = forced == cuda_path::automatic;
   const double outputs = double(planes) * count * out_h * out_w;
   // a block shape's waste: the threads' outputs over the output (1 for large images)
-  auto waste = [&](int rows, int cols) {
-    const tiling t = direct_tiling(out_h, out_w, rows, cols);
+  auto waste = [&](int rows, int cols, int thread_rows = window_policy::rows_per_thread) {
+    const tiling t = direct_tiling(out_h, out_w, rows, cols, thread_rows);
     return double(t.tiles_y * t.valid_h) * double(t.tiles_x * t.valid_w) / (double(out_h) * out_w);
   };
   cuda_choice best;
@@ -177,9 +177,10 @@ cuda_choice choose_cuda_method(const std::vector<float>& kernels, int count, int
     throw std::invalid_argument("the direct path cannot hold a " + std::to_string(kh) + " x " + std::to_string(kw) +
                                 " kernel in its shared tile");
   if (forced == cuda_path::direct || (direct_tiles::supports(kh, kw) && (long long)kh * kw <= max_direct_taps)) {
-    const double cost = cuda_direct_ps_per_pixel(kh, kw) * waste(kh, kw) * outputs;
+    const int rows = window_rows_for(out_h, out_w, kh, kw, planes * count, sms);  // as direct_tiles::run
+    const double cost = cuda_direct_ps_per_pixel(kh, kw) * waste(kh, kw, rows) * outputs;
     if (forced == cuda_path::direct || cost < best.cost_ps)
-      best = {cuda_path::direct, direct_tiling(out_h, out_w, kh, kw), {}, cost};
+      best = {cuda_path::direct, direct_tiling(out_h, out_w, kh, kw, rows), {}, cost};
   }
   if (any || forced == cuda_path::separable) {
     rank1_factors f = bank_factors(kernels, count, kh, kw);

@@ -103,8 +103,9 @@ double cuda_box_ps_per_pixel(int kh, long long out_h);
 bool box_factors(const rank1_factors& f, int count, int kh, int kw);
 
 // The tiles a direct (or separable) plan's blocks cover: valid_h x valid_w outputs per block,
-// tile_h x tile_w the extended input they read (not powers of two).
-tiling direct_tiling(long long out_h, long long out_w, int kh, int kw);
+// tile_h x tile_w the extended input they read (not powers of two); `rows` output rows a thread
+// (window_rows_for: 8, 4 or 2).
+tiling direct_tiling(long long out_h, long long out_w, int kh, int kw, int rows = 8);
 
 struct cuda_choice {
   cuda_path path = cuda_path::multipass;  // never automatic

@@ -92,7 +92,7 @@ __device__ GPUCONV_INLINE void tile_rows(const tile_args& a, float* shared) {
   const tile_layout l = tile_layout_for(tile_h, blockDim.x * C, a.kh, a.kw);
   const float* window = shared + l.row_taps + l.column_taps;
   float* mid = shared + l.row_taps + l.column_taps + l.window_rows * l.stride_in;
-  window_acc acc;
+  window_acc<R> acc;
   for (int r0 = threadIdx.y * R; r0 < l.mid_rows; r0 += tile_h) {
 #pragma unroll
     for (int i = 0; i < R; ++i)
@@ -113,7 +113,7 @@ __device__ GPUCONV_INLINE void tile_columns(out_t* __restrict__ out, const tile_
   constexpr int R = window_policy::rows_per_thread, C = window_policy::columns_per_thread;
   const tile_layout l = tile_layout_for(blockDim.y * R, blockDim.x * C, a.kh, a.kw);
   const float* mid = shared + l.row_taps + l.column_taps + l.window_rows * l.stride_in;
-  window_acc acc;
+  window_acc<R> acc;
 #pragma unroll
   for (int i = 0; i < R; ++i)
 #pragma unroll

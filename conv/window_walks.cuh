@@ -14,12 +14,14 @@ namespace gpuconv::conv {
 
 constexpr int round4(int v) { return (v + 3) / 4 * 4; }
 
-using window_acc = float[window_policy::rows_per_thread][window_policy::columns_per_thread];
+// A thread's R x 4 sums (R = window_policy::rows_per_thread unless the launch takes fewer).
+template <int R = window_policy::rows_per_thread>
+using window_acc = float[R][window_policy::columns_per_thread];
 
 // kw = 1: tap i at sm_taps[4 i].
+template <int R>
 __device__ GPUCONV_INLINE void column_walk(const float* base, int stride, const float* sm_taps, int kh,
-                                           window_acc& acc) {
-  constexpr int R = window_policy::rows_per_thread;
+                                           window_acc<R>& acc) {
   // Shared row s serves output row a with tap i = a + kh - 1 - s. Rows R - 1 <= s <= kh - 1
   // serve all R output rows: there consecutive rows' taps shift by one, t[a] = k(a + kh - 1 - s),
   // kept in registers with one new tap a row (no checks, one shared read of taps).
@@ -63,9 +65,10 @@ __device__ GPUCONV_INLINE void column_walk(const float* base, int stride, const 
 }
 
 // kh = 1: tap u at sm_taps[u] = k(0, kw-1-u), zero for u >= kw; shared row a serves output row a.
+template <int R>
 __device__ GPUCONV_INLINE void row_walk(const float* base, int stride, const float* sm_taps, int kw,
-                                        window_acc& acc) {
-  constexpr int R = window_policy::rows_per_thread, C = window_policy::columns_per_thread;
+                                        window_acc<R>& acc) {
+  constexpr int C = window_policy::columns_per_thread;
   const int kw4 = round4(kw);
   float4 lo[R];
 #pragma unroll
@@ -101,10 +104,10 @@ __device__ GPUCONV_INLINE void store4(out_t* p, const float (&v)[4]) {
 
 // The thread's outputs of the block's tile at (y0, x0) of output plane `plane` (rounded and
 // saturated for narrow pixels; 4-pixel stores where the row and pointer allow).
-template <typename out_t>
-__device__ GPUCONV_INLINE void store_tile(const window_acc& acc, out_t* out, const window_map& m, long long plane,
+template <int R, typename out_t>
+__device__ GPUCONV_INLINE void store_tile(const window_acc<R>& acc, out_t* out, const window_map& m, long long plane,
                                           long long y0, long long x0, bool vector_store) {
-  constexpr int R = window_policy::rows_per_thread, C = window_policy::columns_per_thread;
+  constexpr int C = window_policy::columns_per_thread;
   out_t* dst = out + (plane * m.out_step + m.out_offset) * m.out_h * m.out_w;
   const long long x = x0 + threadIdx.x * C;
   if (x >= m.out_w) return;
@@ -146,19 +149,22 @@ struct window_args {
 struct window_block {
   long long plane, y0, x0;
 };
+template <int R = window_policy::rows_per_thread>
 __device__ GPUCONV_INLINE window_block locate_block(long long tiles_x, long long tiles_per_plane) {
-  constexpr int R = window_policy::rows_per_thread, C = window_policy::columns_per_thread;
-  const long long b = blockIdx.x, plane = b / tiles_per_plane, t = b - plane * tiles_per_plane;
-  const long long by = t / tiles_x, bx = t - by * tiles_x;
-  return {plane, by * blockDim.y * R, bx * blockDim.x * C};
+  constexpr int C = window_policy::columns_per_thread;
+  // 32-bit division: a launch has fewer than 2^31 blocks, and a plane's tiles are at most all
+  // of them (64-bit divisions were ~10% of a 4096^2 K = 3 block's instructions)
+  const unsigned b = blockIdx.x, per_plane = unsigned(tiles_per_plane), across = unsigned(tiles_x);
+  const unsigned plane = b / per_plane, t = b - plane * per_plane, by = t / across, bx = t - by * across;
+  return {(long long)plane, (long long)by * blockDim.y * R, (long long)bx * blockDim.x * C};
 }
 
 // Phase 1, before the barrier: the taps (shared-memory walks) and the window into shared
 // memory (taps first, taps_floats of them, then the window's rows).
-template <walk W, typename in_t>
+template <walk W, int R, typename in_t>
 __device__ GPUCONV_INLINE void window_load(const in_t* __restrict__ in, const window_args& a, float* shared) {
-  constexpr int R = window_policy::rows_per_thread, C = window_policy::columns_per_thread;
-  const window_block blk = locate_block(a.tiles_x, a.tiles_per_plane);
+  constexpr int C = window_policy::columns_per_thread;
+  const window_block blk = locate_block<R>(a.tiles_x, a.tiles_per_plane);
   if constexpr (W != walk::unrolled) {
     const int threads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
     for (int e = tid; e < a.taps_floats; e += threads) shared[e] = a.padded[e];
@@ -168,15 +174,15 @@ __device__ GPUCONV_INLINE void window_load(const in_t* __restrict__ in, const wi
 }
 
 // Phase 2, after the barrier: the thread's outputs summed by walk W, and stored.
-template <walk W, int K, typename out_t>
+template <walk W, int K, int R, typename out_t>
 __device__ GPUCONV_INLINE void window_sum(out_t* __restrict__ out, const window_args& args, const fixed_taps<K * K>& taps,
                                           const float* shared) {
-  constexpr int R = window_policy::rows_per_thread, C = window_policy::columns_per_thread;
+  constexpr int C = window_policy::columns_per_thread;
   static_assert(C == 4, "the walks read one float4 per shared row");
-  const window_block blk = locate_block(args.tiles_x, args.tiles_per_plane);
+  const window_block blk = locate_block<R>(args.tiles_x, args.tiles_per_plane);
   const float* sm_taps = shared;
   const int stride = args.stride, kh = args.kh, kw = args.kw;
-  window_acc acc;
+  window_acc<R> acc;
 #pragma unroll
   for (int a = 0; a < R; ++a)
 #pragma unroll

@@ -42,6 +42,13 @@ void sweep_cuda(cuda_path path) {
 
 TEST_CASE("GPU direct method matches the reference: modes x operations x boundaries x types", "[conv][gpu]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
+  // every rows-a-thread of the launches (window_rows_for picks 2 for most of these small images)
+  const int rows = GENERATE(8, 4, 2);
+  INFO(rows << " rows a thread");
+  struct restore {
+    ~restore() { force_window_rows(0); }
+  } guard;
+  force_window_rows(rows);
   sweep_cuda(cuda_path::direct);
 }
 
@@ -291,19 +298,39 @@ TEST_CASE("CUDA direct path: block shapes cover the output and fit shared memory
                      std::array<long long, 2>{1, 1}, std::array<long long, 2>{3000, 7}}) {
     for (auto k : {std::array<int, 2>{3, 3}, std::array<int, 2>{11, 11}, std::array<int, 2>{1, 255},
                    std::array<int, 2>{255, 1}, std::array<int, 2>{31, 31}}) {
-      INFO("output " << shape[0] << " x " << shape[1] << ", kernel " << k[0] << " x " << k[1]);
-      const window_shape s = window_shape_for(shape[0], shape[1], k[0], k[1]);
-      CHECK(s.tx * s.ty <= window_policy::max_threads);
-      CHECK(s.shared_bytes <= std::size_t(window_policy::max_shared_bytes));
-      CHECK(s.tiles_y * s.tile_h >= shape[0]);
-      CHECK(s.tiles_x * s.tile_w >= shape[1]);
-      CHECK((s.tiles_y - 1) * s.tile_h < shape[0]);
-      CHECK(s.stride % 4 == 0);
-      CHECK(s.stride >= s.tile_w + k[1] + 3);  // the walks' float4 reads stay in the row
-      CHECK(s.taps_floats % 4 == 0);
+      for (int rows : {8, 4, 2}) {
+        INFO("output " << shape[0] << " x " << shape[1] << ", kernel " << k[0] << " x " << k[1] << ", " << rows
+                       << " rows a thread");
+        const window_shape s = window_shape_for(shape[0], shape[1], k[0], k[1], rows);
+        CHECK(s.rows == rows);
+        CHECK(s.tile_h == s.ty * rows);
+        CHECK(s.tx * s.ty <= window_policy::max_threads);
+        CHECK(s.shared_bytes <= std::size_t(window_policy::max_shared_bytes));
+        CHECK(s.tiles_y * s.tile_h >= shape[0]);
+        CHECK(s.tiles_x * s.tile_w >= shape[1]);
+        CHECK((s.tiles_y - 1) * s.tile_h < shape[0]);
+        CHECK(s.stride % 4 == 0);
+        CHECK(s.stride >= s.tile_w + k[1] + 3);  // the walks' float4 reads stay in the row
+        CHECK(s.taps_floats % 4 == 0);
+      }
     }
   }
   CHECK(window_shape_for(28, 28, 5, 5).tx == 8);   // 32 columns for a 28-wide image
+  // rows a thread: 8 where the grid fills the GPU, fewer for small batches (132 SMs: an H100)
+  force_window_rows(0);  // (whatever GPUCONV_DIRECT_ROWS says)
+  CHECK(window_rows_for(4096, 4096, 3, 3, 1, 132) == 8);
+  CHECK(window_rows_for(256, 256, 5, 5, 64, 132) == 8);
+  CHECK(window_rows_for(100, 100, 5, 5, 256, 132) == 8);
+  CHECK(window_rows_for(28, 28, 5, 5, 1000, 132) == 2);
+  CHECK(window_rows_for(28, 28, 5, 5, 1500, 132) == 4);
+  CHECK(window_rows_for(28, 28, 5, 5, 4000, 132) == 8);
+  CHECK(window_rows_for(28, 28, 5, 5, 1, 132) == 2);
+  force_window_rows(4);
+  CHECK(window_rows_for(4096, 4096, 3, 3, 1, 132) == 4);
+  force_window_rows(0);
+  CHECK(window_rows_for(4096, 4096, 3, 3, 1, 132) == 8);
+  CHECK_THROWS_AS(force_window_rows(3), std::invalid_argument);
+  CHECK_THROWS_AS(window_shape_for(64, 64, 3, 3, 16), std::invalid_argument);
   CHECK(window_shape_for(64, 64, 5, 5).tx == 16);
   CHECK(window_shape_for(64, 64, 5, 5).tiles_y == 1);
   CHECK(window_shape_for(4096, 4096, 3, 3).tile_w == 128);

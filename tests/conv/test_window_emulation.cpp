@@ -12,6 +12,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include <vector_functions.h>
@@ -42,10 +43,10 @@ using namespace gpuconv::conv;
 
 namespace {
 
-// One launch of direct.cu's window_kernel<W, K>, block after block, for the effective kernel k.
-template <walk W, int K, typename T>
+// One launch of direct.cu's window_kernel<W, K, R>, block after block, for the effective kernel k.
+template <walk W, int K, int R, typename T>
 void emulate_window(const T* in, T* out, const window_map& m, int kh, int kw, const float* k) {
-  const window_shape s = window_shape_for(m.out_h, m.out_w, kh, kw);
+  const window_shape s = window_shape_for(m.out_h, m.out_w, kh, kw, R);
   const std::vector<float> padded = padded_taps(k, 1, kh, kw);
   fixed_taps<K * K> taps{};
   if constexpr (W == walk::unrolled)
@@ -60,9 +61,9 @@ void emulate_window(const T* in, T* out, const window_map& m, int kh, int kw, co
     std::fill(sm, sm + shared.size() * 4, NAN);
     blockIdx = {unsigned(b), 0, 0};
     for (unsigned y = 0; y < blockDim.y; ++y)
-      for (unsigned x = 0; x < blockDim.x; ++x) threadIdx = {x, y, 0}, window_load<W>(in, a, sm);
+      for (unsigned x = 0; x < blockDim.x; ++x) threadIdx = {x, y, 0}, window_load<W, R>(in, a, sm);
     for (unsigned y = 0; y < blockDim.y; ++y)
-      for (unsigned x = 0; x < blockDim.x; ++x) threadIdx = {x, y, 0}, window_sum<W, K>(out, a, taps, sm);
+      for (unsigned x = 0; x < blockDim.x; ++x) threadIdx = {x, y, 0}, window_sum<W, K, R>(out, a, taps, sm);
   }
 }
 
@@ -168,14 +169,22 @@ void check_emulated(const char* what, int kh, int kw, long long h, long long w, 
   });
 }
 
+// every rows-a-thread the launcher takes (window_rows_for: 8, 4, 2)
 template <walk W, int K = 1>
 void check_walk(int kh, int kw, long long h, long long w) {
-  check_emulated(
-      "direct walk", kh, kw, h, w,
-      [&](const auto* in, auto* out, const window_map& m, const std::vector<float>& k) {
-        emulate_window<W, K>(in, out, m, kh, kw, k.data());
-      },
-      [&](std::uint64_t seed) { return test::random_reals<float>(std::size_t(kh) * kw, seed); });
+  auto check = [&](auto rows) {
+    constexpr int R = decltype(rows)::value;
+    INFO(R << " rows a thread");
+    check_emulated(
+        "direct walk", kh, kw, h, w,
+        [&](const auto* in, auto* out, const window_map& m, const std::vector<float>& k) {
+          emulate_window<W, K, R>(in, out, m, kh, kw, k.data());
+        },
+        [&](std::uint64_t seed) { return test::random_reals<float>(std::size_t(kh) * kw, seed); });
+  };
+  check(std::integral_constant<int, 8>{});
+  check(std::integral_constant<int, 4>{});
+  check(std::integral_constant<int, 2>{});
 }
 
 // box: every value of the kernel equal (the running sums past tile_max_side)
@@ -198,6 +207,7 @@ TEST_CASE("direct path's device code, emulated on the CPU: unrolled walk", "[con
   check_walk<walk::unrolled, 3>(3, 3, 70, 150);   // several blocks across, partial last block
   check_walk<walk::unrolled, 5>(5, 5, 9, 13);     // 8-lane blocks, the image smaller than one
   check_walk<walk::unrolled, 11>(11, 11, 40, 44);
+  check_walk<walk::unrolled, 5>(5, 5, 150, 400);  // tiles inside the image (the loader's fixed-offset copies)
 }
 
 TEST_CASE("direct path's device code, emulated on the CPU: column, row and generic walks", "[conv]") {
@@ -209,6 +219,7 @@ TEST_CASE("direct path's device code, emulated on the CPU: column, row and gener
   check_walk<walk::generic>(4, 6, 70, 140);
   check_walk<walk::generic>(2, 2, 1, 1);
   check_walk<walk::generic>(9, 13, 20, 11);  // kernel wider than the image
+  check_walk<walk::generic>(3, 6, 90, 300);  // a tile inside the image along x
 }
 
 TEST_CASE("separable path's device code, emulated on the CPU: shared tile and box running sums", "[conv]") {
