@@ -119,11 +119,12 @@ cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int k
 
 double cuda_direct_ps_per_pixel(int kh, int kw) {
   const double kw4 = (kw + 3) / 4 * 4;
-  const double taps = direct_unrolled(kh, kw) ? double(kh) * kw
-                      : kw == 1               ? 1.15 * kh
-                      : kh == 1               ? 1.1 * kw4
-                                              : 1.4 * kh * kw4;
-  return 3.2 + 0.045 * taps;
+  if (direct_unrolled(kh, kw)) {
+    const double t = double(kh) * kw;
+    return 3.1 + 0.015 * t + 1.53e-4 * t * t;
+  }
+  const double taps = kw == 1 ? 1.15 * kh : kh == 1 ? 1.1 * kw4 : 1.4 * kh * kw4;
+  return 2.9 + 0.045 * taps;
 }
 
 double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, int tile_h) {

@@ -76,13 +76,15 @@ cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int k
 // CUDA backend (cuda_path in tiling.hpp): direct (direct.hpp), separable (separable.hpp) and
 // the FFT paths (fused, three-pass, multi-pass) priced by choose_cuda_tiling. Prices in ps per
 // output pixel on the H100. The FFT paths' constants were measured (tiling.hpp); direct's
-// instruction-count estimate matched gpuconv-bench sweep within ~10% (K = 3..11), separable's
-// was fitted to it (docs/benchmarks.md, docs/notes-conv.md):
-//   direct     3.2 + 0.045 * taps, taps = kh * kw on the unrolled walk (square odd 3..11),
-//              1.15 kh on the column walk (kw = 1), 1.1 round_up(kw, 4) on the row walk
-//              (kh = 1), 1.4 kh * round_up(kw, 4) on the generic one;
-//              3.2 ps is the byte floor (8 B at ~2970 GB/s) at 85%, 0.045 ps a multiply-add at
-//              ~75% of the FMA rate;
+// unrolled walk and separable's were fitted to gpuconv-bench sweep (docs/benchmarks.md,
+// docs/notes-conv.md):
+//   direct     on the unrolled walk (square odd 3..11, t = kh * kw) 3.1 + 0.015 t + 1.53e-4 t^2
+//              (fitted after session 16's loader to 4096^2 and 3 x 3000 x 4000, K = 1..11:
+//              3.2 ps at K = 3, 5.3 at 9, 7.2 at 11, where the walk's registers grow); else
+//              2.9 + 0.045 * taps, taps = 1.15 kh on the column walk (kw = 1), 1.1
+//              round_up(kw, 4) on the row walk (kh = 1), 1.4 kh * round_up(kw, 4) on the
+//              generic one (0.045: session 13's instruction-count estimate, ~75% of the FMA
+//              rate, not refit); the byte floor is 2.7 ps (8 B at ~2990 GB/s);
 //   separable  with t = 1.1 round_up(kw, 4) (rows + kh - 1) / rows + 1.15 kh: two passes
 //              through a float intermediate (16 B a pixel, rows = out_h) 3.1 + 0.084 t; up to
 //              32 taps a side both passes in one tile (8 B a pixel, the row pass redone over
