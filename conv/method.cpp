@@ -178,7 +178,7 @@ cuda_choice choose_cuda_method(const std::vector<float>& kernels, int count, int
     throw std::invalid_argument("the direct path cannot hold a " + std::to_string(kh) + " x " + std::to_string(kw) +
                                 " kernel in its shared tile");
   if (forced == cuda_path::direct || (direct_tiles::supports(kh, kw) && (long long)kh * kw <= max_direct_taps)) {
-    const int rows = window_rows_for(out_h, out_w, kh, kw, planes * count, sms);  // as direct_tiles::run
+    const int rows = window_rows_for(out_h, out_w, kh, kw, planes, sms);  // as direct_tiles::run (a launch a kernel)
     const double cost = cuda_direct_ps_per_pixel(kh, kw) * waste(kh, kw, rows) * outputs;
     if (forced == cuda_path::direct || cost < best.cost_ps)
       best = {cuda_path::direct, direct_tiling(out_h, out_w, kh, kw, rows), {}, cost};

@@ -49,13 +49,14 @@ __device__ GPUCONV_INLINE void load_tile(const in_t* __restrict__ plane, const w
   if constexpr (std::is_same_v<in_t, float>) {
     // Tiles up to float_columns x 32 columns wide (the direct and separable ones up to ~28
     // taps) where every element outside the image is 0 (zero border, a constant of 0; the
-    // other borders map every element into the image): a thread's columns resolved once (source column, and 4 or 0 bytes to copy: cp.async
-    // zero-fills what it does not copy, so pad columns and pixels outside the image need no
-    // branch), then per row one boundary lookup and per element one copy at a fixed offset
-    // from the row's shared address (taken once in asm: ptxas otherwise recomputes the
-    // shared window's base at every element). Resolving each element's column, branch and
-    // shared address in the loop below made loading ~60% of a 4096^2 K = 3 block's
-    // instructions and ~3000 of a one-warp 28^2 block's ~4800.
+    // other borders map every element into the image): a thread's columns resolved once
+    // (source column, and 4 or 0 bytes to copy: cp.async zero-fills what it does not copy, so
+    // pad columns and pixels outside the image need no branch), then per row one boundary
+    // lookup and per element one copy at a fixed offset from the row's shared address (taken
+    // once in asm: ptxas otherwise recomputes the shared window's base at every element).
+    // Resolving each element's column, branch and shared address in the loop below made
+    // loading ~50% of a 4096^2 K = 3 warp's instructions and ~3000 of a one-warp 28^2
+    // block's ~4800 (docs/notes-conv.md).
     constexpr int float_columns = 5;
     if (stride <= float_columns * per_row && (m.border != boundary::constant || m.constant_value == 0.f)) {
       int col[float_columns];          // the source column (0 where nothing is copied)
