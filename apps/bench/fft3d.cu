@@ -19,6 +19,8 @@
 
 #include "bench.hpp"
 #include "fft/host/real_3d_host.hpp"
+#include "fft/kernels/strided_c2c.cuh"
+#include "fft/plan/device_table.hpp"
 #include "fft/plan/real_3d_plan.hpp"
 #include "timing.cuh"
 
@@ -70,6 +72,108 @@ void accuracy_vs_double(const device_buffer<float>& x, const device_buffer<cufft
   std::printf("%dx%dx%d R2C rel L2 against the transform in double: ours %.2e, cuFFT %.2e\n\n", d, h, w, rel(a), rel(b));
 }
 
+// One pass of the forward transform alone, for the table of passes: ms, and the rel L2 of a
+// variant's result against the plan's own pass on the same input.
+struct pass_t {
+  const char* what;
+  int columns, items;  // 0: not a strided pass
+  double ms, err;
+};
+
+// The strided C2C along one axis with C columns a block and P values a thread: time and error
+// against `want` (the default pass's result on `start`).
+template <int n, int C, int P>
+void strided_variant(std::vector<pass_t>& out, const char* what, const cufftComplex* start, cufftComplex* work,
+                     const cufftComplex* want, long long outer, long long inner, const options& opt,
+                     cudaStream_t stream) {
+  if constexpr (C * (n / P) <= 1024 && C * (n + n / 16 + 1) * 8 <= 227 * 1024) {
+    using policy = fft::strided_c2c_policy<n, C, P>;
+    const long long columns = outer * inner;
+    const auto table = fft::device_twiddle_table(2 * n);
+    const unsigned grid = fft::strided_grid<n, policy>(columns, fft::current_device_sms());
+    const std::size_t count = std::size_t(columns) * n;
+    auto* w = reinterpret_cast<fft::complex_t<float>*>(work);
+    auto run = [&](cudaStream_t s) {
+      fft::launch_c2c_strided<n, false, fft::strided_no_pointwise, policy>(w, w, columns, inner, grid, table.data(),
+                                                                           fft::strided_no_pointwise{}, s);
+    };
+    auto restore = [&] {
+      GPUCONV_CUDA(cudaMemcpyAsync(work, start, count * 8, cudaMemcpyDeviceToDevice, stream));
+    };
+    restore();
+    run(stream);
+    const double err = relative_l2(reinterpret_cast<const float*>(work), reinterpret_cast<const float*>(want),
+                                   count * 2, stream);
+    const double ms = median_ms(run, restore, opt.warmup, opt.reps, stream);
+    out.push_back({what, C, P, ms, err});
+  }
+}
+
+// The forward transform's passes one by one (rows R2C, C2C along H, C2C along D), the strided
+// ones also with other shapes (columns a block x values a thread), and a copy of the complex
+// volume (one read and one write: each pass's floor).
+void passes_table(int d, int h, int w, const device_buffer<float>& x, const options& opt, cudaStream_t stream) {
+  const std::size_t complexes = std::size_t(d) * h * (w / 2 + 1);
+  device_buffer<cufftComplex> A(complexes), B(complexes), work(complexes), want(complexes);
+  auto* a = reinterpret_cast<fft::complex_t<float>*>(A.data());
+  auto* b = reinterpret_cast<fft::complex_t<float>*>(B.data());
+  std::vector<pass_t> out;
+  const double copy_ms = median_ms(
+      [&](cudaStream_t s) { GPUCONV_CUDA(cudaMemcpyAsync(B.data(), A.data(), complexes * 8, cudaMemcpyDeviceToDevice, s)); },
+      opt.warmup, opt.reps, stream);
+  fft::real_1d_plan rows(w, (long long)d * h);
+  rows.forward(x.data(), a, stream);  // A: after the rows
+  out.push_back({"rows R2C", 0, 0, median_ms([&](cudaStream_t s) { rows.forward(x.data(), b, s); }, opt.warmup, opt.reps, stream), 0});
+  const long long half = w / 2 + 1;
+  fft::strided_c2c_plan along_h(h, d, half), along_d(d, 1, (long long)h * half);
+  // B: after H (the default pass), then the default D pass timed on it
+  auto restore_b = [&] { GPUCONV_CUDA(cudaMemcpyAsync(B.data(), A.data(), complexes * 8, cudaMemcpyDeviceToDevice, stream)); };
+  restore_b();
+  along_h.forward(b, b, stream);
+  GPUCONV_CUDA(cudaMemcpyAsync(want.data(), B.data(), complexes * 8, cudaMemcpyDeviceToDevice, stream));
+  out.push_back({"H (default)", fft::strided_default_columns(h), fft::strided_default_items(h),
+                 median_ms([&](cudaStream_t s) { along_h.forward(b, b, s); }, restore_b, opt.warmup, opt.reps, stream), 0});
+  auto variants = [&](auto len, const char* what, const cufftComplex* start, const cufftComplex* ref, long long outer,
+                      long long inner) {
+    constexpr int n = decltype(len)::value;
+    strided_variant<n, 4, 16>(out, what, start, work.data(), ref, outer, inner, opt, stream);
+    strided_variant<n, 8, 16>(out, what, start, work.data(), ref, outer, inner, opt, stream);
+    strided_variant<n, 16, 16>(out, what, start, work.data(), ref, outer, inner, opt, stream);
+    strided_variant<n, 32, 16>(out, what, start, work.data(), ref, outer, inner, opt, stream);
+    strided_variant<n, 8, 32>(out, what, start, work.data(), ref, outer, inner, opt, stream);
+    strided_variant<n, 16, 32>(out, what, start, work.data(), ref, outer, inner, opt, stream);
+    strided_variant<n, 32, 32>(out, what, start, work.data(), ref, outer, inner, opt, stream);
+  };
+  auto by_side = [&](int n, auto&& f) {
+    switch (n) {
+      case 128: f(std::integral_constant<int, 128>{}); break;
+      case 256: f(std::integral_constant<int, 256>{}); break;
+      case 512: f(std::integral_constant<int, 512>{}); break;
+      case 1024: f(std::integral_constant<int, 1024>{}); break;
+      default: break;
+    }
+  };
+  by_side(h, [&](auto len) { variants(len, "H", A.data(), want.data(), d, half); });
+  // the D pass on the result of H (in `want`), its default result in B
+  GPUCONV_CUDA(cudaMemcpyAsync(B.data(), want.data(), complexes * 8, cudaMemcpyDeviceToDevice, stream));
+  along_d.forward(b, b, stream);
+  device_buffer<cufftComplex> want_d(complexes);
+  GPUCONV_CUDA(cudaMemcpyAsync(want_d.data(), B.data(), complexes * 8, cudaMemcpyDeviceToDevice, stream));
+  auto restore_d = [&] { GPUCONV_CUDA(cudaMemcpyAsync(B.data(), want.data(), complexes * 8, cudaMemcpyDeviceToDevice, stream)); };
+  out.push_back({"D (default)", fft::strided_default_columns(d), fft::strided_default_items(d),
+                 median_ms([&](cudaStream_t s) { along_d.forward(b, b, s); }, restore_d, opt.warmup, opt.reps, stream), 0});
+  by_side(d, [&](auto len) { variants(len, "D", want.data(), want_d.data(), 1, (long long)h * half); });
+  std::printf("%dx%dx%d forward, pass by pass (copy of the complex volume: %.3f ms)\n", d, h, w, copy_ms);
+  std::printf("  %-12s %8s %6s %9s %7s %9s\n", "pass", "columns", "items", "ms", "%copy", "rel L2");
+  for (const auto& p : out) {
+    char c[16] = "-", i[16] = "-";
+    if (p.columns) std::snprintf(c, sizeof c, "%d", p.columns);
+    if (p.items) std::snprintf(i, sizeof i, "%d", p.items);
+    std::printf("  %-12s %8s %6s %9.3f %6.1f%% %9.1e\n", p.what, c, i, p.ms, 100 * copy_ms / p.ms, p.err);
+  }
+  std::printf("\n");
+}
+
 }  // namespace
 
 int run_fft3d(const options& opt) {
@@ -103,6 +207,7 @@ int run_fft3d(const options& opt) {
       r.r2c_err = relative_l2(reinterpret_cast<float*>(X.data()), reinterpret_cast<float*>(Xc.data()), complexes * 2,
                               stream);
       if (n == 128) accuracy_vs_double(x, X, Xc, d, h, w, stream);
+      if (opt.passes) passes_table(d, h, w, x, opt, stream);
       r.r2c_ms = median_ms([&](cudaStream_t s) { plan.forward(x.data(), Xo, s); }, opt.warmup, opt.reps, stream);
       r.r2c_cufft_ms = median_ms([&](cudaStream_t) { check_cufft(cufftExecR2C(r2c.h, x.data(), Xc.data()), "R2C"); },
                                  opt.warmup, opt.reps, stream);

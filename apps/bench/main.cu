@@ -16,7 +16,7 @@ void usage() {
                "       gpuconv-bench conv [--reps R] [--warmup W] [--sizes k1,k2,...] [--tile T] [--csv FILE]\n"
                "       gpuconv-bench host [--reps R] [--warmup W] [--csv FILE]\n"
                "       gpuconv-bench sweep [--reps R] [--warmup W] [--sizes k1,k2,...] [--csv FILE]\n"
-               "       gpuconv-bench fft3d [--reps R] [--warmup W] [--sizes 128,256,512,1024] [--csv FILE]\n"
+               "       gpuconv-bench fft3d [--reps R] [--warmup W] [--sizes 128,256,512,1024] [--passes] [--csv FILE]\n"
                "       gpuconv-bench conv3d [--reps R] [--warmup W] [--sizes 15,31,63,1024] [--tile T] [--csv FILE]\n"
                "       gpuconv-bench deconvolve [--iterations N] [--reps R] [--warmup W] [--csv FILE] [--dump DIR]\n"
                "  fft1d  batched 1D R2C/C2R, n = 4..4096, against cuFFT (P points per transform, default 2^28)\n"
@@ -29,6 +29,7 @@ void usage() {
                "         choice, K = 1..255 (--sizes selects), dense and rank-1 kernels, on 1x4096^2, 64x256^2,\n"
                "         1024x64^2 and 3x3000x4000 (12 MP RGB planes): the crossover table\n"
                "  fft3d  3D R2C/C2R of 128^3, 256^3, 512^3 and 256x1024x1024 (1024) against cuFFT 3D\n"
+               "         (--passes: also each pass of the forward transform alone, the strided ones in several shapes)\n"
                "  conv3d 'same' volume convolution of 128x512x512 with K^3 PSFs against a cuFFT 3D pipeline,\n"
                "         then 256x1024x1024 with 31^3 through host buffers in bands (1024 in --sizes, or no --sizes)\n"
                "  deconvolve  Richardson-Lucy on 128x512x512 with a 31^3 PSF, N (50) iterations per run (at most 5\n"
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
       else if (a == "--tile") opt.tile = std::stoi(value());
       else if (a == "--iterations") opt.iterations = std::stoi(value());
       else if (a == "--dump") opt.dump = value();
+      else if (a == "--passes") opt.passes = true;
       else if (a == "--sizes") {
         std::stringstream ss(value());
         for (std::string s; std::getline(ss, s, ',');) opt.sizes.push_back(std::stoi(s));

@@ -9,26 +9,47 @@
 // As in complex_1d.cuh, a pointwise multiply can run between a forward and an inverse
 // transform of the same column while it is in registers (the convolution's spectrum).
 #pragma once
+#include <algorithm>
+
 #include "../block/stockham.cuh"
+#include "../device/cuda_check.hpp"
+#include "../device/shared_limit.hpp"
 
 namespace gpuconv::fft {
 
-template <int n_>
+// The default shape of a launch: columns a block (C) and values a thread (P). The lanes that
+// share t read C contiguous complex values (C*8 bytes) for every m, at a stride of inner*8
+// bytes: the passes over large volumes run at copy speed only from 16-32 columns (128-256 B)
+// on. Measured on the H100 (`gpuconv-bench fft3d --passes`, each pass alone, % of a copy of
+// the complex volume; the H pass's inner = w/2+1 is odd, so its spans straddle one more
+// sector than they fill):
+//   n = 512 (512^3):       H: C=8 P=16 60%, 16/16 71%, 32/16 78%, 32/32 87%; D: 57%, 88%, 84%, 95%
+//   n = 1024 (256x1024^2): H: C=4 P=16 43%, 16/16 68%, 16/32 73%
+//   n = 256 along D of 256x1024^2: C=16 P=16 86%, 32/16 93%
+// Up to n = 128: 4096 complex values a block (~35 KB of exchange buffers; at 128^3 every shape
+// of 16 columns or more is within a few percent). Register-only columns (n <= 16): 128 a block.
+// Beyond 1024 (not measured): 4096 values a block, 32 a thread.
+constexpr int strided_default_columns(int n) {
+  return n <= 16 ? 128 : n <= 128 ? 4096 / n : n <= 512 ? 32 : n == 1024 ? 16 : 4096 / n;
+}
+constexpr int strided_default_items(int n) { return n <= 16 ? n : n <= 256 ? 16 : 32; }
+
+template <int n_, int columns_ = strided_default_columns(n_), int items_ = strided_default_items(n_)>
 struct strided_c2c_policy {
   static_assert(is_pow2(n_) && n_ >= 2 && n_ <= 4096, "strided_c2c_policy: n must be a power of two in [2, 4096]");
+  static_assert(is_pow2(items_) && items_ <= n_ && is_pow2(columns_), "strided_c2c_policy: bad shape");
   static constexpr int n = n_;
-  // complex_1d_policy's shapes: whole columns of up to 16 values in one thread, 16 per thread
-  // up to 1024, 32 beyond
-  static constexpr int items_per_thread = n <= 16 ? n : (n >= 2048 ? 32 : 16);
+  static constexpr int items_per_thread = items_;
   static constexpr int threads_per_column = n / items_per_thread;
-  // 4096 complex values per block (the exchange buffers at ~35 KB of static shared memory);
-  // register-only columns: 128 per block
-  static constexpr int columns_per_block = threads_per_column == 1 ? 128 : 4096 / n;
+  static constexpr int columns_per_block = columns_;
   static constexpr int block_threads = columns_per_block * threads_per_column;
+  static_assert(block_threads <= 1024, "strided_c2c_policy: more than 1024 threads a block");
   // a column's exchange buffer (n + n/16 values) plus one value, so that the C columns of a
   // warp start on different banks
   static constexpr int column_shared_elems = threads_per_column == 1 ? 0 : n + n / 16 + 1;
-  static constexpr int shared_memory_bytes = threads_per_column == 1 ? 16 : columns_per_block * column_shared_elems * 8;
+  // dynamic shared memory of a launch (over 48 KB: allow_dynamic_shared first)
+  static constexpr int shared_memory_bytes = columns_per_block * column_shared_elems * 8;
+  static_assert(shared_memory_bytes <= 227 * 1024, "strided_c2c_policy: exchange buffers over 227 KB");
 };
 
 // No pointwise step: a plain forward or inverse transform.
@@ -40,13 +61,15 @@ struct strided_multiply {
   const complex_t<float>* spectrum;
 };
 
-template <int n, bool inverse, typename Pointwise>
-__global__ void __launch_bounds__(strided_c2c_policy<n>::block_threads)
+// Launched with policy::block_threads threads and policy::shared_memory_bytes of dynamic shared
+// memory.
+template <int n, bool inverse, typename Pointwise, typename policy = strided_c2c_policy<n>>
+__global__ void __launch_bounds__(policy::block_threads)
 c2c_strided_kernel(const complex_t<float>* in, complex_t<float>* out, long long columns, long long inner,
                    const complex_t<float>* __restrict__ table, Pointwise pointwise) {
-  using policy = strided_c2c_policy<n>;
+  static_assert(policy::n == n, "c2c_strided_kernel: the policy is for another length");
   constexpr int C = policy::columns_per_block, T = policy::threads_per_column, P = policy::items_per_thread;
-  __shared__ __align__(16) unsigned char shared[policy::shared_memory_bytes];
+  extern __shared__ __align__(16) unsigned char shared[];
   using fwd_t = block_fft_t<n, T, false, twiddle_load_ro, true>;
   using inv_t = block_fft_t<n, T, true, twiddle_load_ro, true>;
   const int c = threadIdx.x % C, t = threadIdx.x / C;
@@ -81,6 +104,29 @@ c2c_strided_kernel(const complex_t<float>* in, complex_t<float>* out, long long 
       });
     if constexpr (T > 1) __syncthreads();  // the exchange buffers are free for the next group
   }
+}
+
+// Host side: the grid of a launch over `columns` columns (blocks loop over the groups of C
+// columns), from the kernel's occupancy with its dynamic shared memory.
+template <int n, typename policy = strided_c2c_policy<n>>
+unsigned strided_grid(long long columns, int sms) {
+  auto kernel = c2c_strided_kernel<n, false, strided_multiply, policy>;
+  allow_dynamic_shared(kernel, policy::shared_memory_bytes);
+  int per_sm = 0;
+  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, policy::block_threads,
+                                                           policy::shared_memory_bytes),
+             "cudaOccupancyMaxActiveBlocksPerMultiprocessor(c2c_strided_kernel)");
+  const long long groups = (columns + policy::columns_per_block - 1) / policy::columns_per_block;
+  return (unsigned)std::max<long long>(1, std::min<long long>(groups, (long long)std::max(per_sm, 1) * sms * 8));
+}
+
+template <int n, bool inverse, typename Pointwise, typename policy = strided_c2c_policy<n>>
+void launch_c2c_strided(const complex_t<float>* in, complex_t<float>* out, long long columns, long long inner,
+                        unsigned grid, const complex_t<float>* table, Pointwise op, cudaStream_t stream) {
+  auto kernel = c2c_strided_kernel<n, inverse, Pointwise, policy>;
+  allow_dynamic_shared(kernel, policy::shared_memory_bytes);
+  kernel<<<grid, policy::block_threads, policy::shared_memory_bytes, stream>>>(in, out, columns, inner, table, op);
+  check_launch("c2c_strided_kernel");
 }
 
 }  // namespace gpuconv::fft

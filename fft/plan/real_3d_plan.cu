@@ -12,14 +12,6 @@ namespace gpuconv::fft {
 
 namespace {
 
-template <int n, bool inverse, typename Pointwise>
-void launch_strided(const complex_t<float>* in, complex_t<float>* out, long long columns, long long inner,
-                    unsigned grid, const complex_t<float>* table, Pointwise op, cudaStream_t stream) {
-  c2c_strided_kernel<n, inverse, Pointwise>
-      <<<grid, strided_c2c_policy<n>::block_threads, 0, stream>>>(in, out, columns, inner, table, op);
-  check_launch("c2c_strided_kernel");
-}
-
 void require(const void* p, const char* what) {
   if (p == nullptr) throw std::invalid_argument(std::string("real_3d_plan: ") + what + " is a null pointer");
 }
@@ -46,22 +38,14 @@ strided_c2c_plan::strided_c2c_plan(int n, long long outer, long long inner) : n_
                                 std::to_string(inner) + " must be >= 1");
   table_ = device_twiddle_table(2 * n);
   const int sms = current_device_sms();
-  dispatch_pow2<2>(n, [&](auto len) {
-    constexpr int nn = decltype(len)::value;
-    using policy = strided_c2c_policy<nn>;
-    int per_sm = 0;
-    GPUCONV_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, c2c_strided_kernel<nn, false, strided_multiply>, policy::block_threads, 0));
-    const long long groups = (outer * inner + policy::columns_per_block - 1) / policy::columns_per_block;
-    grid_ = (unsigned)std::min<long long>(groups, (long long)std::max(per_sm, 1) * sms * 8);
-  });
+  dispatch_pow2<2>(n, [&](auto len) { grid_ = strided_grid<decltype(len)::value>(outer * inner, sms); });
 }
 
 void strided_c2c_plan::forward(const complex_t<float>* in, complex_t<float>* out, cudaStream_t stream) const {
   require(in, "input");
   require(out, "output");
   dispatch_pow2<2>(n_, [&](auto len) {
-    launch_strided<decltype(len)::value, false>(in, out, outer_ * inner_, inner_, grid_, table_.data(),
+    launch_c2c_strided<decltype(len)::value, false>(in, out, outer_ * inner_, inner_, grid_, table_.data(),
                                                 strided_no_pointwise{}, stream);
   });
 }
@@ -70,7 +54,7 @@ void strided_c2c_plan::inverse(const complex_t<float>* in, complex_t<float>* out
   require(in, "input");
   require(out, "output");
   dispatch_pow2<2>(n_, [&](auto len) {
-    launch_strided<decltype(len)::value, true>(in, out, outer_ * inner_, inner_, grid_, table_.data(),
+    launch_c2c_strided<decltype(len)::value, true>(in, out, outer_ * inner_, inner_, grid_, table_.data(),
                                                strided_no_pointwise{}, stream);
   });
 }
@@ -81,7 +65,7 @@ void strided_c2c_plan::convolve(const complex_t<float>* in, complex_t<float>* ou
   require(out, "output");
   require(spectrum, "spectrum");
   dispatch_pow2<2>(n_, [&](auto len) {
-    launch_strided<decltype(len)::value, false>(in, out, outer_ * inner_, inner_, grid_, table_.data(),
+    launch_c2c_strided<decltype(len)::value, false>(in, out, outer_ * inner_, inner_, grid_, table_.data(),
                                                 strided_multiply{spectrum}, stream);
   });
 }
