@@ -156,7 +156,13 @@ inline __attribute__((always_inline)) void taps_any(const float* const* rows, co
 // m feeds every r with 0 <= m - r < kh, so each row is loaded once for up to column_block
 // sums (kh + 3 loads per four outputs instead of 4 kh), and each sum still takes its taps
 // in the order of taps_loop (i ascending): the same results as one row at a time.
-template <int KH, int V, int R, typename T>
+// The stores of the loops below: put(), as built for the clone that runs.
+struct put_any {
+  template <typename T>
+  __attribute__((always_inline)) void operator()(T* p, v16 v) const { put(p, v); }
+};
+
+template <int KH, int V, int R, typename T, typename Put = put_any>
 inline __attribute__((always_inline)) void column_loop(const float* const* rows, const float* k, int kh_, long long n,
                                                        T* out, long long out_stride) {
   const int kh = KH ? KH : kh_;
@@ -184,7 +190,7 @@ inline __attribute__((always_inline)) void column_loop(const float* const* rows,
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-      for (int v = 0; v < v_count; ++v) put(out + (R - 1 - r) * out_stride + t + 16 * v, a[r][v]);
+      for (int v = 0; v < v_count; ++v) Put{}(out + (R - 1 - r) * out_stride + t + 16 * v, a[r][v]);
   };
   auto scalar = [&](long long t) __attribute__((always_inline)) {
     for (int j = 0; j < R; ++j) {
@@ -214,6 +220,53 @@ inline __attribute__((always_inline)) void column_any_width(const float* const* 
   }
 }
 
+#if defined(__x86_64__)
+// put() for uint8/uint16 in three AVX-512 instructions where GCC's vector code takes eight
+// (two compares and blends for the clamps, the 1.5 * 2^23 rounding, a truncating convert):
+// vmaxps (NaN and negatives to 0, as put's first clamp), vcvtps2dq (round half to even, the
+// default rounding mode: put's rounding for values in range), vpmovusdb/vpmovusdw with the
+// store (unsigned saturation; a value past 2^31 converts to 0x80000000, which saturates to the
+// top as put's second clamp does). Not always_inline: it is inlined where it is called, in
+// column_rows_avx512 below (flatten), whose target allows it.
+struct put_avx512 {
+  // the zero-masked forms with every lane set are the plain instructions, without the
+  // undefined vector (as load_wide below)
+  [[gnu::target("arch=x86-64-v4")]] static __m512i rounded(v16 v) {
+    const __mmask16 all = 0xffff;
+    return _mm512_maskz_cvtps_epi32(all, _mm512_maskz_max_ps(all, __m512(v), _mm512_setzero_ps()));
+  }
+  [[gnu::target("arch=x86-64-v4")]] void operator()(std::uint8_t* p, v16 v) const {
+    const __m512i q = rounded(v);
+    _mm512_mask_cvtusepi32_storeu_epi8(p, __mmask16(0xffff), q);
+  }
+  [[gnu::target("arch=x86-64-v4")]] void operator()(std::uint16_t* p, v16 v) const {
+    const __m512i q = rounded(v);
+    _mm512_mask_cvtusepi32_storeu_epi16(p, __mmask16(0xffff), q);
+  }
+};
+
+// column_rows's full blocks of 8 rows for narrow outputs on AVX-512: column_any_width's loop
+// (the same sums, in the same order) with put_avx512's stores. At kh = 31 the stores were
+// 128 of ~700 instructions per 8 x 32 outputs, half of them on Intel's port 5 (the compares
+// into mask registers), which the FMAs share.
+template <typename T>
+[[gnu::target("arch=x86-64-v4"), gnu::flatten]] void column_rows_avx512(const float* const* rows, const float* k,
+                                                                        int kh, long long n, T* out,
+                                                                        long long out_stride) {
+  switch (kh) {
+    case 2: return column_loop<2, 2, 8, T, put_avx512>(rows, k, kh, n, out, out_stride);
+    case 3: return column_loop<3, 2, 8, T, put_avx512>(rows, k, kh, n, out, out_stride);
+    case 4: return column_loop<4, 2, 8, T, put_avx512>(rows, k, kh, n, out, out_stride);
+    case 5: return column_loop<5, 2, 8, T, put_avx512>(rows, k, kh, n, out, out_stride);
+    case 6: return column_loop<6, 2, 8, T, put_avx512>(rows, k, kh, n, out, out_stride);
+    case 7: return column_loop<7, 2, 8, T, put_avx512>(rows, k, kh, n, out, out_stride);
+    case 8: return column_loop<8, 2, 8, T, put_avx512>(rows, k, kh, n, out, out_stride);
+    case 9: return column_loop<9, 2, 8, T, put_avx512>(rows, k, kh, n, out, out_stride);
+    default: return column_loop<0, 2, 8, T, put_avx512>(rows, k, kh, n, out, out_stride);
+  }
+}
+#endif
+
 // column_rows: column_block rows at once with the counts up to 9 fixed as in taps_any; fewer
 // rows (a band's last) four at a time, then one at a time through taps_any.
 template <typename T>
@@ -230,6 +283,10 @@ inline __attribute__((always_inline)) void columns_any(const float* const* rows,
     for (; j < count; ++j) taps_any(rows + count - 1 - j, k, kh, 1, n, out + j * out_stride);
     return;
   }
+#if defined(__x86_64__)
+  if constexpr (!std::is_same_v<T, float>)
+    if (wide_vectors() == 8) return column_rows_avx512(rows, k, kh, n, out, out_stride);
+#endif
   switch (kh) {
     case 2: return column_any_width<2>(rows, k, kh, n, out, out_stride);
     case 3: return column_any_width<3>(rows, k, kh, n, out, out_stride);
