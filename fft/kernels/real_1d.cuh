@@ -4,6 +4,7 @@
 // post-processing is the thread layer's (fft/thread/real.hpp).
 #pragma once
 #include "../block/stockham.cuh"
+#include "../device/dependent_launch.cuh"
 #include "../thread/real.hpp"
 #include "../warp/exchange.cuh"
 #include "../warp/staging.cuh"
@@ -201,6 +202,8 @@ __global__ void __launch_bounds__(real_1d_policy<n>::block_threads, real_1d_poli
 r2c_1d_kernel(const float* __restrict__ in, complex_t<float>* __restrict__ out, long long batch,
               const complex_t<float>* __restrict__ table) {
   __shared__ __align__(16) unsigned char shared[real_1d_policy<n>::shared_memory_bytes];
+  dependents_may_launch();  // see dependent_launch.cuh: a no-op unless launched early
+  wait_for_previous();
   if constexpr (real_1d_policy<n>::threads_per_row == 1) {
     r2c_rows_in_registers<n>(in, out, batch, shared);
   } else {
@@ -213,6 +216,8 @@ __global__ void __launch_bounds__(real_1d_policy<n>::block_threads, real_1d_poli
 c2r_1d_kernel(const complex_t<float>* __restrict__ in, float* __restrict__ out, long long batch,
               const complex_t<float>* __restrict__ table) {
   __shared__ __align__(16) unsigned char shared[real_1d_policy<n>::shared_memory_bytes];
+  dependents_may_launch();  // see dependent_launch.cuh: a no-op unless launched early
+  wait_for_previous();
   if constexpr (real_1d_policy<n>::threads_per_row == 1) {
     c2r_rows_in_registers<n>(in, out, batch, shared);
   } else {

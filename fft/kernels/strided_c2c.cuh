@@ -13,6 +13,7 @@
 
 #include "../block/stockham.cuh"
 #include "../device/cuda_check.hpp"
+#include "../device/dependent_launch.cuh"
 #include "../device/shared_limit.hpp"
 
 namespace gpuconv::fft {
@@ -70,6 +71,8 @@ c2c_strided_kernel(const complex_t<float>* in, complex_t<float>* out, long long 
   static_assert(policy::n == n, "c2c_strided_kernel: the policy is for another length");
   constexpr int C = policy::columns_per_block, T = policy::threads_per_column, P = policy::items_per_thread;
   extern __shared__ __align__(16) unsigned char shared[];
+  dependents_may_launch();  // see dependent_launch.cuh: a no-op unless launched early
+  wait_for_previous();
   using fwd_t = block_fft_t<n, T, false, twiddle_load_ro, true>;
   using inv_t = block_fft_t<n, T, true, twiddle_load_ro, true>;
   const int c = threadIdx.x % C, t = threadIdx.x / C;
@@ -120,13 +123,15 @@ unsigned strided_grid(long long columns, int sms) {
   return (unsigned)std::max<long long>(1, std::min<long long>(groups, (long long)std::max(per_sm, 1) * sms * 8));
 }
 
+// early: a programmatic dependent launch (dependent_launch.cuh)
 template <int n, bool inverse, typename Pointwise, typename policy = strided_c2c_policy<n>>
 void launch_c2c_strided(const complex_t<float>* in, complex_t<float>* out, long long columns, long long inner,
-                        unsigned grid, const complex_t<float>* table, Pointwise op, cudaStream_t stream) {
+                        unsigned grid, const complex_t<float>* table, Pointwise op, cudaStream_t stream,
+                        bool early = false) {
   auto kernel = c2c_strided_kernel<n, inverse, Pointwise, policy>;
   allow_dynamic_shared(kernel, policy::shared_memory_bytes);
-  kernel<<<grid, policy::block_threads, policy::shared_memory_bytes, stream>>>(in, out, columns, inner, table, op);
-  check_launch("c2c_strided_kernel");
+  launch_maybe_early(kernel, grid, policy::block_threads, policy::shared_memory_bytes, stream, early,
+                     "c2c_strided_kernel", in, out, columns, inner, table, op);
 }
 
 }  // namespace gpuconv::fft

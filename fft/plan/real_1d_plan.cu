@@ -52,24 +52,24 @@ real_1d_plan::real_1d_plan(int n, long long batch) : n_(n), batch_(batch) {
   });
 }
 
-void real_1d_plan::forward(const float* in, complex_t<float>* out, cudaStream_t stream) const {
+void real_1d_plan::forward(const float* in, complex_t<float>* out, cudaStream_t stream, bool early) const {
   require_aligned(in, "input");
   require_aligned(out, "output");
   dispatch_pow2<4>(n_, [&](auto len) {
     constexpr int nn = decltype(len)::value;
-    r2c_1d_kernel<nn><<<r2c_grid_, real_1d_policy<nn>::block_threads, 0, stream>>>(in, out, batch_, table_.data());
+    launch_maybe_early(r2c_1d_kernel<nn>, r2c_grid_, real_1d_policy<nn>::block_threads, 0, stream, early,
+                       "r2c_1d_kernel", in, out, batch_, table_.data());
   });
-  check_launch("r2c_1d_kernel");
 }
 
-void real_1d_plan::inverse(const complex_t<float>* in, float* out, cudaStream_t stream) const {
+void real_1d_plan::inverse(const complex_t<float>* in, float* out, cudaStream_t stream, bool early) const {
   require_aligned(in, "input");
   require_aligned(out, "output");
   dispatch_pow2<4>(n_, [&](auto len) {
     constexpr int nn = decltype(len)::value;
-    c2r_1d_kernel<nn><<<c2r_grid_, real_1d_policy<nn>::block_threads, 0, stream>>>(in, out, batch_, table_.data());
+    launch_maybe_early(c2r_1d_kernel<nn>, c2r_grid_, real_1d_policy<nn>::block_threads, 0, stream, early,
+                       "c2r_1d_kernel", in, out, batch_, table_.data());
   });
-  check_launch("c2r_1d_kernel");
 }
 
 }  // namespace gpuconv::fft

@@ -20,8 +20,11 @@ class real_1d_plan {
   // Throws std::invalid_argument when n is not a power of two in [4, 4096] or batch < 1.
   real_1d_plan(int n, long long batch);
 
-  void forward(const float* in, complex_t<float>* out, cudaStream_t stream = nullptr) const;
-  void inverse(const complex_t<float>* in, float* out, cudaStream_t stream = nullptr) const;
+  // early: the launch may begin while the previous kernel in the stream finishes (programmatic
+  // dependent launch, fft/device/dependent_launch.cuh; the kernel waits for it before touching
+  // memory), for passes that follow each other back to back (real_3d_plan)
+  void forward(const float* in, complex_t<float>* out, cudaStream_t stream = nullptr, bool early = false) const;
+  void inverse(const complex_t<float>* in, float* out, cudaStream_t stream = nullptr, bool early = false) const;
 
   int length() const { return n_; }
   long long batch() const { return batch_; }

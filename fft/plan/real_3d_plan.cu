@@ -41,40 +41,43 @@ strided_c2c_plan::strided_c2c_plan(int n, long long outer, long long inner) : n_
   dispatch_pow2<2>(n, [&](auto len) { grid_ = strided_grid<decltype(len)::value>(outer * inner, sms); });
 }
 
-void strided_c2c_plan::forward(const complex_t<float>* in, complex_t<float>* out, cudaStream_t stream) const {
+void strided_c2c_plan::forward(const complex_t<float>* in, complex_t<float>* out, cudaStream_t stream,
+                               bool early) const {
   require(in, "input");
   require(out, "output");
   dispatch_pow2<2>(n_, [&](auto len) {
     launch_c2c_strided<decltype(len)::value, false>(in, out, outer_ * inner_, inner_, grid_, table_.data(),
-                                                strided_no_pointwise{}, stream);
+                                                strided_no_pointwise{}, stream, early);
   });
 }
 
-void strided_c2c_plan::inverse(const complex_t<float>* in, complex_t<float>* out, cudaStream_t stream) const {
+void strided_c2c_plan::inverse(const complex_t<float>* in, complex_t<float>* out, cudaStream_t stream,
+                               bool early) const {
   require(in, "input");
   require(out, "output");
   dispatch_pow2<2>(n_, [&](auto len) {
     launch_c2c_strided<decltype(len)::value, true>(in, out, outer_ * inner_, inner_, grid_, table_.data(),
-                                               strided_no_pointwise{}, stream);
+                                               strided_no_pointwise{}, stream, early);
   });
 }
 
 void strided_c2c_plan::convolve(const complex_t<float>* in, complex_t<float>* out, const complex_t<float>* spectrum,
-                                cudaStream_t stream) const {
+                                cudaStream_t stream, bool early) const {
   require(in, "input");
   require(out, "output");
   require(spectrum, "spectrum");
   dispatch_pow2<2>(n_, [&](auto len) {
     launch_c2c_strided<decltype(len)::value, false>(in, out, outer_ * inner_, inner_, grid_, table_.data(),
-                                                strided_multiply{spectrum}, stream);
+                                                strided_multiply{spectrum}, stream, early);
   });
 }
 
-real_3d_plan::real_3d_plan(int depth, int height, int width, long long batch)
+real_3d_plan::real_3d_plan(int depth, int height, int width, long long batch, bool early_launch)
     : depth_(checked_side(depth, "depth")),
       height_(checked_side(height, "height")),
       width_(checked_side(width, "width")),
       batch_(checked_batch(batch)),
+      early_(early_launch),
       rows_(width, batch * depth * height),
       along_h_(height, batch * depth, width / 2 + 1),
       along_d_(depth, batch, (long long)height * (width / 2 + 1)),
@@ -84,16 +87,16 @@ void real_3d_plan::forward(const float* in, complex_t<float>* out, cudaStream_t 
   require(in, "input");
   require(out, "output");
   rows_.forward(in, out, stream);
-  along_h_.forward(out, out, stream);
-  along_d_.forward(out, out, stream);
+  along_h_.forward(out, out, stream);  // not early after the row kernel (see the header)
+  along_d_.forward(out, out, stream, early_);
 }
 
 void real_3d_plan::inverse(const complex_t<float>* in, float* out, cudaStream_t stream) {
   require(in, "input");
   require(out, "output");
   along_d_.inverse(in, work_.data(), stream);
-  along_h_.inverse(work_.data(), work_.data(), stream);
-  rows_.inverse(work_.data(), out, stream);
+  along_h_.inverse(work_.data(), work_.data(), stream, early_);
+  rows_.inverse(work_.data(), out, stream, early_);
 }
 
 void real_3d_plan::convolve(const float* in, float* out, const complex_t<float>* spectrum, cudaStream_t stream) {
@@ -101,10 +104,10 @@ void real_3d_plan::convolve(const float* in, float* out, const complex_t<float>*
   require(out, "output");
   require(spectrum, "spectrum");
   rows_.forward(in, work_.data(), stream);
-  along_h_.forward(work_.data(), work_.data(), stream);
-  along_d_.convolve(work_.data(), work_.data(), spectrum, stream);
-  along_h_.inverse(work_.data(), work_.data(), stream);
-  rows_.inverse(work_.data(), out, stream);
+  along_h_.forward(work_.data(), work_.data(), stream);  // not early after the row kernel
+  along_d_.convolve(work_.data(), work_.data(), spectrum, stream, early_);
+  along_h_.inverse(work_.data(), work_.data(), stream, early_);
+  rows_.inverse(work_.data(), out, stream, early_);
 }
 
 }  // namespace gpuconv::fft
