@@ -30,6 +30,15 @@ __device__ __forceinline__ void wait_for_previous() {
 #endif
 }
 
+// Whether the current device takes programmatic dependent launches (compute capability 9.0 or
+// later); plans ask once and launch plainly elsewhere.
+inline bool dependent_launch_supported() {
+  int device = 0, major = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute");
+  return major >= 9;
+}
+
 // Launches kernel<<<grid, block, shared, stream>>>(args...), with the programmatic stream
 // serialization attribute when `early` is set (the kernel must call wait_for_previous() first).
 template <typename... Params, typename... Args>

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "../device/dependent_launch.cuh"
 #include "../kernels/strided_c2c.cuh"
 #include "dispatch.hpp"
 #include "device_table.hpp"
@@ -77,7 +78,7 @@ real_3d_plan::real_3d_plan(int depth, int height, int width, long long batch, bo
       height_(checked_side(height, "height")),
       width_(checked_side(width, "width")),
       batch_(checked_batch(batch)),
-      early_(early_launch),
+      early_(early_launch && dependent_launch_supported()),
       rows_(width, batch * depth * height),
       along_h_(height, batch * depth, width / 2 + 1),
       along_d_(depth, batch, (long long)height * (width / 2 + 1)),

@@ -51,7 +51,7 @@ class real_3d_plan {
   // (programmatic dependent launch, fft/device/dependent_launch.cuh; each kernel waits for its
   // predecessor before it touches memory), so that launch latency and the last wave of a pass
   // overlap - except the C2C along H right after the forward row kernel, which ran slower so
-  // (H100, 128^3: 4-7% on the whole R2C).
+  // (H100, 128^3: 4-7% on the whole R2C). Before compute capability 9.0: plain launches.
   real_3d_plan(int depth, int height, int width, long long batch, bool early_launch = true);
 
   void forward(const float* in, complex_t<float>* out, cudaStream_t stream = nullptr) const;
