@@ -15,6 +15,9 @@
 
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
 #define GPUCONV_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+// column_rows_avx512 (FMAs) gives taps_rows's bits only where taps_rows runs as the AVX-512
+// clone too; the sanitizer build has no clones (baseline x86-64: separate multiply and add)
+#define GPUCONV_COLUMN_AVX512 1
 #else
 #define GPUCONV_CLONES
 #endif
@@ -220,7 +223,7 @@ inline __attribute__((always_inline)) void column_any_width(const float* const* 
   }
 }
 
-#if defined(__x86_64__)
+#if defined(GPUCONV_COLUMN_AVX512)
 // put() for uint8/uint16 in three AVX-512 instructions where GCC's vector code takes eight
 // (two compares and blends for the clamps, the 1.5 * 2^23 rounding, a truncating convert):
 // vmaxps (NaN and negatives to 0, as put's first clamp), vcvtps2dq (round half to even, the
@@ -283,7 +286,7 @@ inline __attribute__((always_inline)) void columns_any(const float* const* rows,
     for (; j < count; ++j) taps_any(rows + count - 1 - j, k, kh, 1, n, out + j * out_stride);
     return;
   }
-#if defined(__x86_64__)
+#if defined(GPUCONV_COLUMN_AVX512)
   if constexpr (!std::is_same_v<T, float>)
     if (wide_vectors() == 8) return column_rows_avx512(rows, k, kh, n, out, out_stride);
 #endif
