@@ -2,7 +2,9 @@
 // maps), and the backend interface. The 3D twin of backend.hpp, whose pixel conversions it
 // shares.
 #pragma once
+#include <algorithm>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "backend.hpp"
@@ -71,6 +73,11 @@ inline float outside_value3d(const options& s, pixel px) {
   if (s.border == boundary::zero) return 0.f;
   return px == pixel::u8 ? float(saturate_round<std::uint8_t>(s.constant_value))
          : px == pixel::u16 ? float(saturate_round<std::uint16_t>(s.constant_value)) : s.constant_value;
+}
+
+// The CPU backend's threads: plan_options::threads, or every core.
+inline int cpu_threads(const problem3d& p) {
+  return p.options.threads > 0 ? p.options.threads : (int)std::max(1u, std::thread::hardware_concurrency());
 }
 
 struct plan3d::impl {

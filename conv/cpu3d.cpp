@@ -19,10 +19,6 @@ namespace gpuconv::conv {
 
 namespace {
 
-int threads_of(const problem3d& p) {
-  return p.options.threads > 0 ? p.options.threads : (int)std::max(1u, std::thread::hardware_concurrency());
-}
-
 class cpu3d_direct final : public plan3d::impl {
  public:
   explicit cpu3d_direct(problem3d p) : impl(std::move(p)) {}
@@ -42,7 +38,7 @@ class cpu3d_direct final : public plan3d::impl {
     const int taps = p.kd * p.kh;
     const long long span = g.out_w + p.kw - 1, first = g.ox - (p.kw - 1);
     const long long stride = ring_stride(span);
-    parallel_units(threads_of(p), p.volumes * g.out_d, [&](long long unit) {
+    parallel_units(cpu_threads(p), p.volumes * g.out_d, [&](long long unit) {
       const long long v = unit / g.out_d, z = unit % g.out_d;
       std::vector<float> ext((std::size_t)(taps * stride));
       std::vector<const float*> rows(taps);
@@ -114,7 +110,7 @@ class cpu3d_fft final : public plan3d::impl {
                       out + ((at.volume * m.out_d + z0 + a) * m.out_h + y0 + c) * m.out_w + x0);
       }
     };
-    run_on_threads((int)std::max<long long>(1, std::min<long long>(threads_of(prob), total)), worker);
+    run_on_threads((int)std::max<long long>(1, std::min<long long>(cpu_threads(prob), total)), worker);
   }
 
   fft::host::real_3d_plan<float> fft_;

@@ -33,6 +33,7 @@
 #include <thread>
 
 #include "backend.hpp"
+#include "device_scope.hpp"
 #include "host_copy.hpp"
 #include "fft/device/buffer.hpp"
 #include "fft/plan/real_2d_plan.hpp"
@@ -82,34 +83,6 @@ __global__ void scatter_kernel(const float* __restrict__ tiles, out_t* __restric
       out[o] = store_pixel<out_t>(tiles[local * m.tile_h * m.tile_w + (long long)(a + m.kh - 1) * m.tile_w + (b + m.kw - 1)]);
   }
 }
-
-// Calls f(T{}) with the element type of p.
-template <typename F>
-void dispatch_pixel(pixel p, F&& f) {
-  switch (p) {
-    case pixel::f32: f(float{}); return;
-    case pixel::u8: f(std::uint8_t{}); return;
-    case pixel::u16: f(std::uint16_t{}); return;
-  }
-}
-
-// The caller's current device set to `device` for a scope, and put back after.
-class device_scope {
- public:
-  explicit device_scope(int device) {
-    GPUCONV_CUDA(cudaGetDevice(&previous_));
-    if (device != previous_) GPUCONV_CUDA(cudaSetDevice(device));
-    else previous_ = -1;
-  }
-  ~device_scope() {
-    if (previous_ >= 0) cudaSetDevice(previous_);
-  }
-  device_scope(const device_scope&) = delete;
-  device_scope& operator=(const device_scope&) = delete;
-
- private:
-  int previous_ = -1;
-};
 
 // plan_options::cuda_device: the backend's first member, so that every CUDA object of the
 // plan (streams, events, buffers, kernel attributes) is made on that device; it puts the

@@ -29,6 +29,32 @@ rank1_factors factor_rank1(const float* k, int kh, int kw, double tolerance) {
   return f;
 }
 
+rank1_3d_factors factor_rank1_3d(const float* k, int kd, int kh, int kw, double tolerance) {
+  // the largest entry's three fibres carry the factors: k(l, i, j) = k(l, p, q) k(s, i, q) k(s, p, j) / k(s, p, q)^2
+  const long long plane = (long long)kh * kw;
+  int s = 0, p = 0, q = 0;
+  double peak = 0;
+  for (int l = 0; l < kd; ++l)
+    for (int i = 0; i < kh; ++i)
+      for (int j = 0; j < kw; ++j)
+        if (std::abs(k[l * plane + i * kw + j]) > peak) peak = std::abs(k[l * plane + i * kw + j]), s = l, p = i, q = j;
+  rank1_3d_factors f;
+  if (peak == 0) return f;
+  const double centre = k[s * plane + p * kw + q];
+  std::vector<float> depth(kd), column(kh), row(kw);
+  for (int l = 0; l < kd; ++l) depth[l] = k[l * plane + p * kw + q];
+  for (int i = 0; i < kh; ++i) column[i] = float(k[s * plane + i * kw + q] / centre);
+  for (int j = 0; j < kw; ++j) row[j] = float(k[s * plane + p * kw + j] / centre);
+  for (int l = 0; l < kd; ++l)
+    for (int i = 0; i < kh; ++i)
+      for (int j = 0; j < kw; ++j)
+        if (std::abs(double(depth[l]) * column[i] * row[j] - k[l * plane + i * kw + j]) > tolerance * peak) return f;
+  f.depth = std::move(depth);
+  f.column = std::move(column);
+  f.row = std::move(row);
+  return f;
+}
+
 // ns per output pixel with 2 threads on the 2-core AVX-512 machine (gpuconv-bench-cpu --method
 // and --tile, 4096^2 fp32, methods interleaved with OpenCV; only the ratios matter):
 // direct 0.95 + 0.0157 per tap (K = 3..15); separable 0.26 + 0.0070 per tap, counting the

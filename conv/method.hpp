@@ -50,6 +50,15 @@ struct rank1_factors {
 };
 rank1_factors factor_rank1(const float* k, int kh, int kw, double tolerance = 1e-6);
 
+// A rank-1 factorisation of a kd x kh x kw kernel (a volume's PSF): k(l, i, j) ~= depth[l] *
+// column[i] * row[j] to within `tolerance` times max |k| everywhere (a product of 1D kernels,
+// such as gaussian3d); empty vectors when there is none. plan3d's separable method.
+struct rank1_3d_factors {
+  std::vector<float> depth, column, row;
+  bool found() const { return !depth.empty(); }
+};
+rank1_3d_factors factor_rank1_3d(const float* k, int kd, int kh, int kw, double tolerance = 1e-6);
+
 // The model's price of each method, ns per output pixel.
 double direct_ns_per_pixel(int kh, int kw);
 double separable_ns_per_pixel(int kh, int kw);

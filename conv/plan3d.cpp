@@ -1,10 +1,12 @@
-// plan3d: validation, the tiling, and the backend choice (backend3d.hpp). The CPU backend is
-// cpu3d.cpp, the CUDA backend plan3d.cu.
+// plan3d: validation, the tiling, and the backend and method choice (backend3d.hpp). The CPU
+// backend's direct and FFT methods are cpu3d.cpp, the CUDA backend's FFT tiles plan3d.cu, the
+// separable method of both separable3d.cpp / separable3d.cu.
 #include "plan3d.hpp"
 
 #include <string>
 
 #include "backend3d.hpp"
+#include "separable3d.hpp"
 #include "fft/device/cuda_check.hpp"
 
 namespace gpuconv::conv {
@@ -21,21 +23,39 @@ problem3d make_problem3d(long long depth, long long height, long long width, int
                    effective_kernel3d(psf, kd, kh, kw, o.semantics.op), kd, kh, kw, o};
 }
 
+// The method: separable for a rank-1 kernel (method.hpp: factor_rank1_3d; three passes of
+// Kw + Kh + Kd taps a voxel, cheaper than the direct sum's Kd Kh Kw and the FFT tiles'
+// transforms at every size) unless another one is forced: plan_options::cpu on the CPU
+// backend, plan_options::path on CUDA (separable forces it; any other path, or a forced tile,
+// the FFT tiles). Separable forced on a kernel that is not rank-1 throws.
+std::unique_ptr<plan3d::impl> make_backend(problem3d p, bool cpu) {
+  const plan_options& o = p.options;
+  const bool forced = cpu ? o.cpu == cpu_method::separable : o.path == cuda_path::separable;
+  const bool automatic = cpu ? o.cpu == cpu_method::automatic : (o.path == cuda_path::automatic && o.tile == 0);
+  if (forced || automatic) {
+    rank1_3d_factors f = factor_rank1_3d(p.kernel.data(), p.kd, p.kh, p.kw);
+    if (f.found()) return cpu ? make_cpu3d_separable(std::move(p), std::move(f)) : make_cuda3d_separable(std::move(p), std::move(f));
+    if (forced)
+      throw std::invalid_argument("conv::plan3d: the separable method needs a rank-1 kernel (a product of 1D kernels); the " +
+                                  std::to_string(p.kd) + " x " + std::to_string(p.kh) + " x " + std::to_string(p.kw) +
+                                  " kernel is not");
+  }
+  return cpu ? make_cpu3d_backend(std::move(p)) : make_cuda3d_backend(std::move(p));
+}
+
 }  // namespace
 
 plan3d::plan3d(long long depth, long long height, long long width, int volumes, const float* psf, int kd, int kh,
                int kw, const plan_options& options) {
   problem3d p = make_problem3d(depth, height, width, volumes, psf, kd, kh, kw, options);
   switch (options.device) {
-    case backend::cpu: impl_ = make_cpu3d_backend(std::move(p)); break;
+    case backend::cpu: impl_ = make_backend(std::move(p), true); break;
     case backend::cuda:
       if (!cuda_device_available())
         throw std::invalid_argument("conv::plan3d: the CUDA backend was asked for but no CUDA device is present");
-      impl_ = make_cuda3d_backend(std::move(p));
+      impl_ = make_backend(std::move(p), false);
       break;
-    case backend::automatic:
-      impl_ = cuda_device_available() ? make_cuda3d_backend(std::move(p)) : make_cpu3d_backend(std::move(p));
-      break;
+    case backend::automatic: impl_ = make_backend(std::move(p), !cuda_device_available()); break;
   }
 }
 

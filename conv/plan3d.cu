@@ -16,6 +16,7 @@
 #include <string>
 
 #include "backend3d.hpp"
+#include "device_scope.hpp"
 #include "fft/device/buffer.hpp"
 #include "fft/plan/real_3d_plan.hpp"
 #include "pixel.cuh"
@@ -74,39 +75,12 @@ scatter3d_kernel(const float* __restrict__ tiles, out_t* __restrict__ out, tile_
   }
 }
 
-template <typename F>
-void dispatch_voxel(pixel p, F&& f) {
-  switch (p) {
-    case pixel::f32: f(float{}); return;
-    case pixel::u8: f(std::uint8_t{}); return;
-    case pixel::u16: f(std::uint16_t{}); return;
-  }
-}
-
-// The device the plan lives on, current for a scope, the caller's put back after.
-class on_device {
- public:
-  explicit on_device(int device) {
-    GPUCONV_CUDA(cudaGetDevice(&previous_));
-    if (device >= 0 && device != previous_) GPUCONV_CUDA(cudaSetDevice(device));
-    else previous_ = -1;
-  }
-  ~on_device() {
-    if (previous_ >= 0) cudaSetDevice(previous_);
-  }
-  on_device(const on_device&) = delete;
-  on_device& operator=(const on_device&) = delete;
-
- private:
-  int previous_ = -1;
-};
-
 class cuda3d_backend final : public plan3d::impl {
  public:
   explicit cuda3d_backend(problem3d p) : impl(std::move(p)) {
     GPUCONV_CUDA(cudaGetDevice(&device_));
     if (prob.options.cuda_device >= 0) device_ = prob.options.cuda_device;
-    on_device on(device_);
+    device_scope on(device_);
     const tiling3d& t = prob.tiles;
     std::size_t free_bytes = 0, total_bytes = 0;
     GPUCONV_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
@@ -137,12 +111,12 @@ class cuda3d_backend final : public plan3d::impl {
   backend kind() const override { return backend::cuda; }
 
   void execute_device(const void* in, void* out, pixel px, cudaStream_t stream) override {
-    on_device on(device_);
+    device_scope on(device_);
     run(in, out, px, prob.whole_map(), prob.volumes, stream);
   }
 
   void execute(const void* in, void* out, pixel px) override {
-    on_device on(device_);
+    device_scope on(device_);
     const std::size_t bytes = pixel_bytes(px);
     const std::size_t in_bytes = std::size_t(prob.volumes * prob.input_voxels()) * bytes;
     const std::size_t out_bytes = std::size_t(prob.volumes * prob.output_voxels()) * bytes;
@@ -173,7 +147,7 @@ class cuda3d_backend final : public plan3d::impl {
     d_out_.reserve(band * out_slice);
     // one slice of the outside value (zero/constant boundaries), in the pixel type
     std::vector<char> outside(in_slice);
-    dispatch_voxel(px, [&](auto type) {
+    dispatch_pixel(px, [&](auto type) {
       using T = decltype(type);
       const T v = T(map3d_for<T>(prob.whole_map()).constant_value);
       const T fill = prob.options.semantics.border == boundary::zero ? T(0) : v;
@@ -205,7 +179,7 @@ class cuda3d_backend final : public plan3d::impl {
     const unsigned scatter_x = (unsigned)std::max<long long>(
         1, (valid + gather3d_policy::block_threads * gather3d_policy::items_per_thread - 1) /
                (gather3d_policy::block_threads * gather3d_policy::items_per_thread));
-    dispatch_voxel(px, [&](auto type) {
+    dispatch_pixel(px, [&](auto type) {
       using T = decltype(type);
       const tile_map3d m = map3d_for<T>(map);
       const T* src = static_cast<const T*>(in);

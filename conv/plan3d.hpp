@@ -10,6 +10,8 @@
 // Backends: CUDA (fft::real_3d_plan; bands of output slices when a volume does not fit
 // plan_options::memory_limit) and CPU (a direct sum for small kernels, else the same tiles
 // through the host 3D FFT, multithreaded). automatic picks CUDA when a device is present.
+// A rank-1 kernel (a product of 1D kernels: gaussian3d) runs on either backend as three 1D
+// passes instead (separable3d.hpp), Kw + Kh + Kd multiply-adds a voxel.
 #pragma once
 #include <memory>
 
@@ -22,9 +24,12 @@ class plan3d {
   // psf: kd x kh x kw on the host. Throws std::invalid_argument on bad input (empty shapes,
   // a null kernel, NaN/Inf in it, 'valid' with a kernel larger than the volume) and
   // gpuconv::cuda_error when the CUDA backend cannot be set up. plan_options: semantics,
-  // device, tile (forces a cubic tile side), memory_limit, threads, cuda_device and cpu
-  // (direct or fft; automatic and separable: the cost model) apply; path and autotune are
-  // 2D choices and are ignored.
+  // device, tile (forces a cubic tile side: the FFT tiles), memory_limit, threads,
+  // cuda_device, cpu (the CPU backend: direct, separable or fft; automatic: separable for a
+  // rank-1 kernel, else direct or fft by the cost model) and path (the CUDA backend:
+  // separable, or any FFT path for the FFT tiles; automatic: separable for a rank-1 kernel,
+  // else the tiles) apply; separable forced on a kernel that is not rank-1 throws
+  // std::invalid_argument. autotune is a 2D choice and is ignored.
   plan3d(long long depth, long long height, long long width, int volumes, const float* psf, int kd, int kh, int kw,
          const plan_options& options = {});
   ~plan3d();
@@ -53,7 +58,9 @@ class plan3d {
   long long output_width() const;
   int volumes() const;
   backend selected_backend() const;
-  cpu_method method() const;  // the CPU backend's method, direct or fft (automatic on the CUDA backend)
+  // The method: direct or fft (CPU backend), separable (either backend), automatic (the CUDA
+  // backend's FFT tiles).
+  cpu_method method() const;
   // The tile (powers of two) and the outputs per tile, per axis: {tile_d, tile_h, tile_w}.
   struct tile_shape {
     int tile_d, tile_h, tile_w;

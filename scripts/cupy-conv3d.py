@@ -67,6 +67,25 @@ def main():
         print(f"{f'{d}x{h}x{w}':>15} {k:>4} | {ms:14.3f} {voxels / (ms * 1e6):7.2f} | {pms:17.3f} {voxels / (pms * 1e6):7.2f} "
               f"{'x'.join(map(str, shape)):>14}")
 
+    # gaussian (rank-1) PSFs, as gpuconv-bench conv3d's second table: sigma (k-1)/8, k taps per
+    # axis; the separable peer is cupyx.scipy.ndimage.gaussian_filter (truncate 4 gives the same
+    # k taps, mode 'constant' the zero boundary)
+    import cupyx.scipy.ndimage as cnd
+    print(f"\ngaussian PSFs (sigma (K-1)/8):")
+    print(f"{'D x H x W':>15} {'K':>4} | {'fftconvolve ms':>14} {'Gvox/s':>7} | {'gaussian_filter ms':>18} {'Gvox/s':>7} {'rel diff':>9}")
+    for k in (int(s) for s in args.sizes.split(",")):
+        sigma = (k - 1) / 8.0
+        r = np.arange(k) - (k - 1) // 2
+        g = np.exp(-0.5 * r * r / (sigma * sigma))
+        g /= g.sum()
+        kern = cp.asarray((g[:, None, None] * g[None, :, None] * g[None, None, :]).astype(np.float32))
+        ms = median_ms(cp, lambda: csig.fftconvolve(x, kern, mode="same"), args.repeat)
+        gms = median_ms(cp, lambda: cnd.gaussian_filter(x, sigma, mode="constant", cval=0.0, truncate=4.0), args.repeat)
+        ref = csig.fftconvolve(x, kern, mode="same")
+        err = float(cp.linalg.norm(cnd.gaussian_filter(x, sigma, mode="constant", truncate=4.0) - ref) / cp.linalg.norm(ref))
+        print(f"{f'{d}x{h}x{w}':>15} {k:>4} | {ms:14.3f} {voxels / (ms * 1e6):7.2f} | {gms:18.3f} {voxels / (gms * 1e6):7.2f} "
+              f"{err:9.1e}")
+
 
 if __name__ == "__main__":
     main()

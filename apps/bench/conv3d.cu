@@ -7,9 +7,11 @@
 // checked against the pipeline (rel L2). Rate: output voxels per second (Gvox/s).
 // Cases: 128 x 512 x 512 (D x H x W) with K^3 PSFs (K = 15, 31, 63; --sizes picks), then the
 // 256 x 1024 x 1024 stack with a 31^3 PSF through execute() on host buffers under a 4 GB
-// memory cap (bands over D), timed once with its copies (no pipeline peer).
+// memory cap (bands over D), timed once with its copies (no pipeline peer). Then gaussian
+// (rank-1) PSFs of the same sizes: plan3d's separable method, its FFT tiles and the pipeline.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -114,6 +116,21 @@ std::vector<float> make_psf(int k) {
   return psf;
 }
 
+// gaussian3d with sigma (k - 1) / 8 on every axis: k = 2 round(4 sigma) + 1 taps, the product of
+// three normalised 1D gaussians (as the CLI's gaussian3d, and scipy's gaussian_filter with
+// truncate = 4): a rank-1 PSF, which plan3d runs as three 1D passes.
+std::vector<float> make_gaussian_psf(int k) {
+  const double sigma = (k - 1) / 8.0;
+  std::vector<double> g(std::size_t(k), 0.0);
+  double sum = 0;
+  for (int i = 0; i < k; ++i) sum += g[i] = std::exp(-0.5 * (i - (k - 1) / 2) * (i - (k - 1) / 2) / (sigma * sigma));
+  std::vector<float> psf(std::size_t(k) * k * k);
+  for (int l = 0; l < k; ++l)
+    for (int i = 0; i < k; ++i)
+      for (int j = 0; j < k; ++j) psf[(std::size_t(l) * k + i) * k + j] = float(g[l] * g[i] * g[j] / (sum * sum * sum));
+  return psf;
+}
+
 }  // namespace
 
 int run_conv3d(const options& opt) {
@@ -174,6 +191,54 @@ int run_conv3d(const options& opt) {
       return 3;
     }
 
+  // gaussian (rank-1) PSFs: plan3d's automatic choice (the separable method) against its FFT
+  // tiles (forced by a path) and the cuFFT pipeline, same PSF
+  struct gauss_row {
+    int k;
+    double ms, tiles_ms, cufft_ms, err, tiles_err;
+    const char* method;
+  };
+  std::vector<gauss_row> grows;
+  for (int k : {15, 31, 63}) {
+    if (!opt.sizes.empty() && std::find(opt.sizes.begin(), opt.sizes.end(), k) == opt.sizes.end()) continue;
+    const auto psf = make_gaussian_psf(k);
+    conv::plan_options po;
+    po.device = conv::backend::cuda;
+    po.semantics.border = conv::boundary::zero;
+    conv::plan3d ours(d, h, w, 1, psf.data(), k, k, k, po);
+    po.path = conv::cuda_path::three_pass;
+    conv::plan3d tiles(d, h, w, 1, psf.data(), k, k, k, po);
+    cufft_pipeline3d base(d, h, w, k, psf, stream);
+    base.run(in.data(), ref.data(), stream);
+    gauss_row r{k, 0, 0, 0, 0, 0, conv::to_string(ours.method())};
+    GPUCONV_CUDA(cudaMemsetAsync(out.data(), 0xFF, voxels * 4, stream));
+    tiles.execute_device(in.data(), out.data(), stream);
+    r.tiles_err = relative_l2(out.data(), ref.data(), voxels, stream);
+    GPUCONV_CUDA(cudaMemsetAsync(out.data(), 0xFF, voxels * 4, stream));
+    ours.execute_device(in.data(), out.data(), stream);
+    r.err = relative_l2(out.data(), ref.data(), voxels, stream);
+    r.ms = median_ms([&](cudaStream_t s) { ours.execute_device(in.data(), out.data(), s); }, opt.warmup, opt.reps, stream);
+    r.tiles_ms =
+        median_ms([&](cudaStream_t s) { tiles.execute_device(in.data(), out.data(), s); }, opt.warmup, opt.reps, stream);
+    r.cufft_ms = median_ms([&](cudaStream_t s) { base.run(in.data(), ref.data(), s); }, opt.warmup, opt.reps, stream);
+    grows.push_back(r);
+  }
+  if (!grows.empty()) {
+    std::printf("\ngaussian3d PSFs (sigma (K-1)/8, rank-1), %dx%dx%d:\n", d, h, w);
+    std::printf("%4s %10s | %9s %7s | %9s %7s | %9s %7s | %8s %8s\n", "K", "method", "ours ms", "Gvox/s", "tiles ms",
+                "Gvox/s", "cuFFT ms", "Gvox/s", "rel L2", "tiles L2");
+    for (const auto& r : grows)
+      std::printf("%4d %10s | %9.3f %7.2f | %9.3f %7.2f | %9.3f %7.2f | %8.1e %8.1e\n", r.k, r.method, r.ms,
+                  voxels / (r.ms * 1e6), r.tiles_ms, voxels / (r.tiles_ms * 1e6), r.cufft_ms,
+                  voxels / (r.cufft_ms * 1e6), r.err, r.tiles_err);
+    for (const auto& r : grows)
+      if (!(r.err < 1e-5) || !(r.tiles_err < 1e-5)) {
+        std::fprintf(stderr, "gpuconv-bench: gaussian K=%d disagrees with the cuFFT pipeline (rel L2 %.2e, tiles %.2e)\n",
+                     r.k, r.err, r.tiles_err);
+        return 3;
+      }
+  }
+
   // the large stack: host buffers, bands over D under a 4 GB cap
   if (opt.sizes.empty() || std::find(opt.sizes.begin(), opt.sizes.end(), 1024) != opt.sizes.end()) {
     const long long D = 256, H = 1024, W = 1024, n = D * H * W;
@@ -190,6 +255,14 @@ int run_conv3d(const options& opt) {
     std::printf("\n256x1024x1024 fp32, 31^3 PSF, reflect101, execute() on host buffers, 4 GB cap (bands over D): "
                 "%.3f s (%.2f Gvox/s, copies included), tile %dx%dx%d; first output %.4f\n",
                 s, n / (s * 1e9), big.tile().tile_d, big.tile().tile_h, big.tile().tile_w, host_out[0]);
+    const auto gpsf = make_gaussian_psf(31);
+    conv::plan3d gbig(D, H, W, 1, gpsf.data(), 31, 31, 31, po);
+    const auto g0 = std::chrono::steady_clock::now();
+    gbig.execute(host_in.data(), host_out.data());
+    const double gs = std::chrono::duration<double>(std::chrono::steady_clock::now() - g0).count();
+    std::printf("the same with a 31^3 gaussian (sigma 3.75, rank-1): %.3f s (%.2f Gvox/s, copies included), method %s; "
+                "first output %.4f\n",
+                gs, n / (gs * 1e9), conv::to_string(gbig.method()), host_out[0]);
   }
   return 0;
 }

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "conv/method.hpp"
 #include "conv/plan3d.hpp"
 #include "conv/reference3d.hpp"
 #include "fft/device/buffer.hpp"
@@ -74,8 +75,20 @@ plan_options make_options(backend device, const options& o, cpu_method m = cpu_m
   return po;
 }
 
-// One float case on host buffers.
-void check_case(const plan_options& po, const shape3& s) {
+// A rank-1 kernel: the product of three random 1D kernels (separable3d.hpp's method).
+std::vector<float> rank1_kernel(const shape3& s, std::uint64_t seed, float lift = 0.f) {
+  const auto a = test::random_reals<float>(std::size_t(s.kd), seed), b = test::random_reals<float>(std::size_t(s.kh), seed + 1),
+             c = test::random_reals<float>(std::size_t(s.kw), seed + 2);
+  std::vector<float> k(std::size_t(s.kd) * s.kh * s.kw);
+  for (int l = 0; l < s.kd; ++l)
+    for (int i = 0; i < s.kh; ++i)
+      for (int j = 0; j < s.kw; ++j)
+        k[(std::size_t(l) * s.kh + i) * s.kw + j] = (a[l] + lift) * (b[i] + lift) * (c[j] + lift);
+  return k;
+}
+
+// One float case on host buffers; rank1: a rank-1 kernel, and the method must be separable.
+void check_case(const plan_options& po, const shape3& s, bool rank1 = false) {
   const auto seed = test::fresh_seed();
   const options& o = po.semantics;
   INFO("volume " << s.d << "x" << s.h << "x" << s.w << " x" << s.volumes << ", kernel " << s.kd << "x" << s.kh << "x"
@@ -83,15 +96,17 @@ void check_case(const plan_options& po, const shape3& s) {
                  << ", cpu method " << int(po.cpu) << ", tile " << po.tile << ", memory limit " << po.memory_limit
                  << ", seed " << seed);
   const auto vol = test::random_reals<float>(std::size_t(s.d * s.h * s.w * s.volumes), seed);
-  const auto k = test::random_reals<float>(std::size_t(s.kd) * s.kh * s.kw, seed + 7);
+  const auto k = rank1 ? rank1_kernel(s, seed + 7) : test::random_reals<float>(std::size_t(s.kd) * s.kh * s.kw, seed + 7);
   plan3d p(s.d, s.h, s.w, s.volumes, k.data(), s.kd, s.kh, s.kw, po);
   REQUIRE(p.selected_backend() == po.device);
+  CHECK((p.method() == cpu_method::separable) == rank1);
   std::vector<float> out(std::size_t(p.output_depth() * p.output_height() * p.output_width() * s.volumes), NAN);
   p.execute(vol.data(), out.data());
   const reference_of r(vol, k, s, o);
   const double err = r.error(out);
   INFO("tile " << p.tile().tile_d << "x" << p.tile().tile_h << "x" << p.tile().tile_w << ", error " << err);
-  CHECK(err <= tile_bound(p));
+  // the separable passes sum at most a few taps a pass in float
+  CHECK(err <= (rank1 ? 1e-6 : tile_bound(p)));
 }
 
 const options every_semantics() {
@@ -107,7 +122,7 @@ const options every_semantics() {
 // Narrow voxels: the float result of the same plan on the widened volume, rounded half to
 // even and saturated, except where the float sum lies within 1e-3 of a rounding tie.
 template <typename T>
-void check_narrow(const plan_options& po, const shape3& s) {
+void check_narrow(const plan_options& po, const shape3& s, bool rank1 = false) {
   const auto seed = test::fresh_seed();
   INFO("narrow " << sizeof(T) << " bytes, seed " << seed);
   const auto r = test::random_reals<float>(std::size_t(s.d * s.h * s.w * s.volumes), seed);
@@ -121,7 +136,12 @@ void check_narrow(const plan_options& po, const shape3& s) {
   std::vector<float> k(std::size_t(s.kd) * s.kh * s.kw, 0.f);
   const auto kr = test::random_reals<float>(k.size(), seed + 3);
   for (std::size_t i = 0; i < k.size(); ++i) k[i] = (kr[i] + 1.2f) / float(k.size());  // positive, sum ~1.2: some saturate
+  if (rank1) {  // positive factors, sum ~1.3
+    k = rank1_kernel(s, seed + 3, 1.1f);
+    for (auto& v : k) v /= float(k.size());
+  }
   plan3d p(s.d, s.h, s.w, s.volumes, k.data(), s.kd, s.kh, s.kw, po);
+  CHECK((p.method() == cpu_method::separable) == rank1);
   // the float twin: the constant as the narrow call sees it (saturated to the type)
   plan_options pf = po;
   pf.semantics.constant_value = std::min(hi, std::max(0.f, std::nearbyint(po.semantics.constant_value)));
@@ -172,6 +192,73 @@ TEST_CASE("plan3d CPU narrow voxels are the float result rounded and saturated",
   const auto po = make_options(backend::cpu, o, m);
   check_narrow<std::uint8_t>(po, shape3{6, 7, 9, 2, 3, 3, 3});
   check_narrow<std::uint16_t>(po, shape3{6, 7, 9, 1, 2, 3, 4});
+}
+
+TEST_CASE("plan3d CPU separable matches the direct reference for every mode, operation and boundary", "[conv][3d]") {
+  const options o = every_semantics();
+  const shape3 s = GENERATE(shape3{7, 9, 11, 2, 3, 4, 5}, shape3{5, 6, 4, 1, 2, 3, 1}, shape3{1, 5, 7, 1, 1, 3, 3},
+                            shape3{8, 7, 6, 1, 7, 6, 5});
+  // automatic takes it for a rank-1 kernel; forced likewise
+  check_case(make_options(backend::cpu, o, GENERATE(cpu_method::automatic, cpu_method::separable)), s, true);
+}
+
+TEST_CASE("plan3d CPU separable narrow voxels are the float result rounded and saturated", "[conv][3d]") {
+  options o;
+  o.border = GENERATE(boundary::constant, boundary::reflect);
+  o.constant_value = 300.f;
+  const auto po = make_options(backend::cpu, o);
+  check_narrow<std::uint8_t>(po, shape3{6, 7, 9, 2, 3, 3, 3}, true);
+  check_narrow<std::uint16_t>(po, shape3{6, 7, 9, 1, 2, 3, 4}, true);
+}
+
+TEST_CASE("factor_rank1_3d finds products of 1D kernels and nothing else", "[conv][3d]") {
+  const shape3 s{1, 1, 1, 1, 5, 4, 3};
+  auto k = rank1_kernel(s, 5);
+  const rank1_3d_factors f = factor_rank1_3d(k.data(), 5, 4, 3);
+  REQUIRE(f.found());
+  REQUIRE(f.depth.size() == 5);
+  REQUIRE(f.column.size() == 4);
+  REQUIRE(f.row.size() == 3);
+  double peak = 0, worst = 0;
+  for (float v : k) peak = std::max(peak, double(std::abs(v)));
+  for (int l = 0; l < 5; ++l)
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 3; ++j)
+        worst = std::max(worst, std::abs(double(f.depth[l]) * f.column[i] * f.row[j] - k[(l * 4 + i) * 3 + j]));
+  CHECK(worst <= 1e-6 * peak);
+  // one entry off by 1e-3 of the peak: not rank-1
+  k[17] += float(1e-3 * peak);
+  CHECK_FALSE(factor_rank1_3d(k.data(), 5, 4, 3).found());
+  // a rank-2 sum; an all-zero kernel
+  auto k2 = rank1_kernel(s, 9);
+  for (std::size_t i = 0; i < k2.size(); ++i) k2[i] += rank1_kernel(s, 21)[i];
+  CHECK_FALSE(factor_rank1_3d(k2.data(), 5, 4, 3).found());
+  const std::vector<float> zero(60, 0.f);
+  CHECK_FALSE(factor_rank1_3d(zero.data(), 5, 4, 3).found());
+  // 1 x 1 x 1 and single-axis kernels are rank-1
+  const float one = 2.5f;
+  CHECK(factor_rank1_3d(&one, 1, 1, 1).found());
+  CHECK(factor_rank1_3d(k2.data(), 1, 1, 7).found());
+}
+
+TEST_CASE("plan3d separable forced on a kernel that is not rank-1 is refused, named", "[conv][3d]") {
+  const auto k = test::random_reals<float>(27, 4);
+  plan_options po;
+  po.device = backend::cpu;
+  po.cpu = cpu_method::separable;
+  try {
+    plan3d(6, 6, 6, 1, k.data(), 3, 3, 3, po);
+    FAIL("no exception");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("rank-1") != std::string::npos);
+    CHECK(std::string(e.what()).find("3 x 3 x 3") != std::string::npos);
+  }
+  // a rank-1 kernel with another method forced runs that method
+  const auto r = rank1_kernel(shape3{1, 1, 1, 1, 3, 3, 3}, 8);
+  po.cpu = cpu_method::fft;
+  CHECK(plan3d(6, 6, 6, 1, r.data(), 3, 3, 3, po).method() == cpu_method::fft);
+  po.cpu = cpu_method::direct;
+  CHECK(plan3d(6, 6, 6, 1, r.data(), 3, 3, 3, po).method() == cpu_method::direct);
 }
 
 TEST_CASE("plan3d rejects bad shapes and kernels with the offending value", "[conv][3d]") {
@@ -228,6 +315,61 @@ TEST_CASE("plan3d CUDA narrow voxels are the float result rounded and saturated"
   const auto po = make_options(backend::cuda, o, cpu_method::automatic, 16, limit);
   check_narrow<std::uint8_t>(po, shape3{120, 40, 40, 2, 3, 3, 3});
   check_narrow<std::uint16_t>(po, shape3{120, 40, 40, 1, 2, 3, 4});
+}
+
+TEST_CASE("plan3d CUDA separable matches the direct reference for every mode, operation and boundary", "[conv][3d][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  const options o = every_semantics();
+  const shape3 s = GENERATE(shape3{9, 13, 18, 2, 3, 4, 5}, shape3{5, 6, 4, 1, 2, 3, 1}, shape3{8, 7, 6, 1, 7, 6, 5});
+  check_case(make_options(backend::cuda, o), s, true);
+}
+
+TEST_CASE("plan3d CUDA separable in bands, narrow voxels, and execute_device", "[conv][3d][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  options o;
+  o.border = GENERATE(boundary::reflect101, boundary::zero, boundary::wrap, boundary::constant);
+  o.mode = GENERATE(output_mode::same, output_mode::full, output_mode::valid);
+  o.constant_value = -0.5f;
+  // 0: the whole batch at once; 1 MB: bands of ~10 output slices; 100 KB: one or two
+  const std::size_t limit = GENERATE(std::size_t(0), std::size_t(1) << 20, std::size_t(100) << 10);
+  const shape3 s{70, 37, 35, 2, 5, 7, 6};
+  check_case(make_options(backend::cuda, o, cpu_method::automatic, 0, limit), s, true);
+  // execute_device (bands on the device under the limit) equals execute
+  const auto vol = test::random_reals<float>(std::size_t(s.d * s.h * s.w * s.volumes), 31);
+  const auto k = rank1_kernel(s, 32);
+  plan3d p(s.d, s.h, s.w, s.volumes, k.data(), s.kd, s.kh, s.kw, make_options(backend::cuda, o, cpu_method::automatic, 0, limit));
+  REQUIRE(p.method() == cpu_method::separable);
+  const std::size_t n = std::size_t(p.output_depth() * p.output_height() * p.output_width() * s.volumes);
+  std::vector<float> host_out(n), dev_out(n, NAN);
+  p.execute(vol.data(), host_out.data());
+  device_buffer<float> d_in(vol.size()), d_out(n);
+  GPUCONV_CUDA(cudaMemcpy(d_in.data(), vol.data(), d_in.bytes(), cudaMemcpyHostToDevice));
+  p.execute_device(d_in.data(), d_out.data());
+  GPUCONV_CUDA(cudaMemcpy(dev_out.data(), d_out.data(), d_out.bytes(), cudaMemcpyDeviceToHost));
+  CHECK(test::relative_l2(dev_out, host_out) <= 1e-6);
+  if (limit == 0) {
+    o.constant_value = 300.f;
+    const auto po = make_options(backend::cuda, o);
+    check_narrow<std::uint8_t>(po, shape3{20, 17, 19, 2, 3, 3, 3}, true);
+    check_narrow<std::uint16_t>(po, shape3{20, 17, 19, 1, 2, 3, 4}, true);
+  }
+}
+
+TEST_CASE("plan3d CUDA separable gives the CPU backend's result", "[conv][3d][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  const shape3 s{40, 64, 48, 1, 9, 11, 13};
+  const auto vol = test::random_reals<float>(std::size_t(s.d * s.h * s.w), 41);
+  const auto k = rank1_kernel(s, 42);
+  options o;
+  o.border = boundary::reflect101;
+  plan3d gpu(s.d, s.h, s.w, 1, k.data(), s.kd, s.kh, s.kw, make_options(backend::cuda, o));
+  plan3d cpu(s.d, s.h, s.w, 1, k.data(), s.kd, s.kh, s.kw, make_options(backend::cpu, o));
+  REQUIRE(gpu.method() == cpu_method::separable);
+  REQUIRE(cpu.method() == cpu_method::separable);
+  std::vector<float> a(vol.size()), b(vol.size());
+  gpu.execute(vol.data(), a.data());
+  cpu.execute(vol.data(), b.data());
+  CHECK(test::relative_l2(a, b) <= 1e-6);
 }
 
 TEST_CASE("plan3d CUDA execute_device equals execute", "[conv][3d][gpu]") {

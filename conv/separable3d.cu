@@ -1,0 +1,406 @@
+// plan3d's separable method on the CUDA backend (separable3d.hpp): the three passes over
+// [outer][n][inner] arrays (rows: inner 1; columns: inner out_w; slices: inner out_h * out_w),
+// a thread per eight outputs along the axis, the taps eight at a time (window_sums): the
+// column and slice passes (axis_taps_kernel) read their windows straight from global memory,
+// coalesced across i, the boundary rule looked up only where a window leaves the array; the
+// row pass (row_taps_kernel) stages each row segment's window in shared memory. H100, 128 x
+// 512 x 512 fp32, K = 31 (gpuconv-bench conv3d, ncu): the three passes 258 / 241 / 285 us,
+// each ~3x its bytes at the copy rate, issue-bound (docs/benchmarks.md, Volumes).
+//
+// Whole batch when the intermediates fit the memory cap; else bands of output slices per
+// volume, each from a slab of extended input slices (make_band) uploaded from the host or
+// copied on the device, the outside value filled in, and the slice pass then reads the slab
+// without a boundary.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "device_scope.hpp"
+#include "fft/device/buffer.hpp"
+#include "pixel.cuh"
+#include "separable3d.hpp"
+
+namespace gpuconv::conv {
+
+namespace {
+
+constexpr int taps_block = 256;
+
+// The taps of a chunk: `rows` floats from a 16-byte aligned table, zero-padded to whole chunks
+// (cuda3d_separable's constructor builds it).
+template <int rows>
+__device__ __forceinline__ void chunk_taps(const float* __restrict__ taps, float (&t)[rows]) {
+  static_assert(rows % 4 == 0, "chunks of whole float4s");
+#pragma unroll
+  for (int j = 0; j < rows / 4; ++j) {
+    const float4 v = __ldg(reinterpret_cast<const float4*>(taps) + j);
+    t[4 * j] = v.x, t[4 * j + 1] = v.y, t[4 * j + 2] = v.z, t[4 * j + 3] = v.w;
+  }
+}
+
+// The sums of `rows` outputs whose first reads row `top` of a column (col[row * inner]): the taps
+// `rows` at a time, each chunk loading its 2 rows - 1 source values and its taps once for rows x
+// rows multiply-adds (~0.36 loads a multiply-add instead of 2). x[q] is row top - l0 - (rows -
+// 1) + q; output r takes x[r - j + rows - 1] with tap l0 + j (zero past K). Rows below top -
+// (K - 1) serve only those zero taps and are read as 0, so that no value outside the window
+// reaches a sum. edge: the window leaves the column, and each row goes through the boundary
+// rule (the same sums, in the same order). idx_t: int where a column's offsets fit in 32 bits.
+template <int rows, typename idx_t, typename in_t>
+__device__ __forceinline__ void window_sums(const in_t* __restrict__ col, idx_t inner, long long top, int K, int n_src,
+                                            boundary b, float outside, bool edge, const float* __restrict__ taps,
+                                            float (&acc)[rows]) {
+  for (int l0 = 0; l0 < K; l0 += rows) {
+    float x[2 * rows - 1], t[rows];
+    chunk_taps<rows>(taps + l0, t);
+    const long long first = top - l0 - (rows - 1), skip = top - (K - 1) - first;
+    if (!edge) {
+      const in_t* a = col + idx_t(first) * inner;
+      if (skip <= 0) {
+#pragma unroll
+        for (int q = 0; q < 2 * rows - 1; ++q) x[q] = float(a[idx_t(q) * inner]);
+      } else {
+#pragma unroll
+        for (int q = 0; q < 2 * rows - 1; ++q) x[q] = q >= skip ? float(a[idx_t(q) * inner]) : 0.f;
+      }
+    } else {
+#pragma unroll
+      for (int q = 0; q < 2 * rows - 1; ++q) {
+        const int r = border_index(first + q, n_src, b);
+        x[q] = q < skip ? 0.f : r < 0 ? outside : float(col[idx_t(r) * inner]);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < rows; ++j)
+#pragma unroll
+      for (int r = 0; r < rows; ++r) acc[r] += t[j] * x[r - j + rows - 1];
+  }
+}
+
+// dst[o][y][i] = sum_{l < K} taps[l] * src_ext[o][y + off - l][i] for o < outer, y < n_dst,
+// i < inner; src_ext along the axis: border_index(y + off - l, n_src, b), `outside` where it
+// is < 0. Each thread sums `rows` consecutive outputs y0 .. y0 + rows - 1 at one (o, i)
+// (window_sums), the threads of a block on consecutive i (coalesced).
+template <int rows, typename idx_t, typename in_t, typename out_t>
+__global__ void __launch_bounds__(taps_block, 3)  // <= 80 registers: three blocks a multiprocessor
+axis_taps_kernel(const in_t* __restrict__ src, out_t* __restrict__ dst, long long outer, int n_src, int n_dst,
+                 long long inner, int width, int off, boundary b, float outside, const float* __restrict__ taps, int K) {
+  // one flat index over (o, i / width, y0 / rows, i % width), width = `width` columns (a block's
+  // worth where inner allows): the blocks of one column range follow each other down the axis,
+  // so that the rows their windows share are read while they are still in L2
+  const long long blocks = (n_dst + rows - 1) / rows, ranges = (inner + width - 1) / width,
+                  per_range = blocks * width, per_outer = ranges * per_range, count = outer * per_outer;
+  const bool narrow = count <= 0xffffffffLL;  // 32-bit divisions
+  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < count; e += (long long)gridDim.x * blockDim.x) {
+    long long o, ic, yb, i;
+    if (narrow) {
+      const unsigned ue = (unsigned)e, uo = ue / (unsigned)per_outer, ur = ue - uo * (unsigned)per_outer;
+      const unsigned uc = ur / (unsigned)per_range, uw = ur - uc * (unsigned)per_range, uy = uw / (unsigned)width;
+      o = uo, ic = uc, yb = uy, i = (long long)uc * width + (uw - uy * (unsigned)width);
+    } else {
+      o = e / per_outer;
+      const long long r = e - o * per_outer, w = r % per_range;
+      ic = r / per_range, yb = w / width, i = ic * width + w % width;
+    }
+    if (i < inner) {
+      const in_t* s = src + o * n_src * inner;
+      out_t* d = dst + o * (long long)n_dst * inner;
+      const long long y0 = yb * rows, top = y0 + off;  // output y0 + r reads rows top + r - l
+      float acc[rows];
+#pragma unroll
+      for (int r = 0; r < rows; ++r) acc[r] = 0.f;
+      const bool edge = !(top - (K - 1) >= 0 && top + rows - 1 < n_src);
+      window_sums<rows, idx_t>(s + i, idx_t(inner), top, K, n_src, b, outside, edge, taps, acc);
+#pragma unroll
+      for (int r = 0; r < rows; ++r)
+        if (y0 + r < n_dst) d[(y0 + r) * inner + i] = store_pixel<out_t>(acc[r]);
+    }
+  }
+}
+
+// The row pass (inner 1): dst[o][x] = sum_{l < K} taps[l] * src_ext[o][x + off - l]. A block of
+// row_block threads takes `per` rows at a time, `lanes` = row_block / per threads a row, each
+// thread `rows` consecutive outputs of a segment of lanes * rows; the segment's source window
+// (seg + K - 1 values, the boundary rule applied) is staged in shared memory with coalesced
+// loads. Window value v sits at slot(v + lead): four padding slots after every 32 keep the
+// threads' 16-byte reads (rows = 8 values apart) on distinct banks, and lead (8 to 11) makes
+// each chunk's 2 rows - 1 values start on a 16-byte boundary, so that a chunk reads them as
+// four float4s. The sums as axis_taps_kernel's (taps in order, chunks of `rows`).
+constexpr int row_block = 128;
+
+__host__ __device__ constexpr int window_slot(int u) { return u + 4 * (u >> 5); }
+// floats of one row's window (a multiple of four)
+__host__ __device__ constexpr int window_floats(int seg, int K) { return (window_slot(seg + K + 32) + 3) / 4 * 4; }
+
+template <int rows, typename in_t>
+__global__ void __launch_bounds__(row_block)
+row_taps_kernel(const in_t* __restrict__ src, float* __restrict__ dst, long long outer, int n_src, int n_dst, int off,
+                boundary b, float outside, const float* __restrict__ taps, int K, int lanes) {
+  static_assert(rows == 8, "a chunk's 15 values as four float4s");
+  extern __shared__ float4 window4[];
+  const int per = row_block / lanes, seg = lanes * rows;
+  const int sub = threadIdx.x / lanes, lane = threadIdx.x % lanes;
+  float* w = reinterpret_cast<float*>(window4) + sub * window_floats(seg, K);
+  // chunk l0 of the thread at base reads values first = base + K - 1 - l0 - (rows - 1) ..: lead
+  // puts first + lead on a multiple of 4 (base and l0 are multiples of 8) and above 0
+  const int lead = 8 + ((4 - ((K - rows) & 3)) & 3);
+  const long long nseg = (n_dst + seg - 1) / seg, groups = (outer + per - 1) / per * nseg;
+  for (long long g = blockIdx.x; g < groups; g += gridDim.x) {
+    const long long o = (g / nseg) * per + sub;
+    const int x0 = int(g % nseg) * seg;
+    const bool live = o < outer;
+    const in_t* s = src + (live ? o : 0) * n_src;
+    const int span = min(seg, n_dst - x0) + K - 1;
+    __syncthreads();  // the last segment's reads are done
+    const long long from = (long long)x0 + off - (K - 1);  // the window's first source column
+    if (live) {
+      if (from >= 0 && from + span <= n_src) {
+        for (int v = lane; v < span; v += lanes) w[window_slot(v + lead)] = float(s[from + v]);
+      } else {
+        for (int v = lane; v < span; v += lanes) {
+          const int c = border_index(from + v, n_src, b);
+          w[window_slot(v + lead)] = c < 0 ? outside : float(s[c]);
+        }
+      }
+    }
+    __syncthreads();
+    const int base = lane * rows;  // output x0 + base + r reads value base + r - l + K - 1
+    if (!live || x0 + base >= n_dst) continue;
+    float acc[rows];
+#pragma unroll
+    for (int r = 0; r < rows; ++r) acc[r] = 0.f;
+    for (int l0 = 0; l0 < K; l0 += rows) {
+      float x[2 * rows], t[rows];
+      chunk_taps<rows>(taps + l0, t);
+      const int first = base + K - 1 - l0 - (rows - 1), u = first + lead;  // x[q]: value first + q
+#pragma unroll
+      for (int h = 0; h < rows / 2; ++h) {
+        const float4 v = *reinterpret_cast<const float4*>(w + window_slot(u + 4 * h));
+        x[4 * h] = v.x, x[4 * h + 1] = v.y, x[4 * h + 2] = v.z, x[4 * h + 3] = v.w;
+      }
+      if (first < base) {  // the last chunk: values below base serve only zero taps (and may be stale)
+#pragma unroll
+        for (int q = 0; q < 2 * rows - 1; ++q) x[q] = first + q >= base ? x[q] : 0.f;
+      }
+#pragma unroll
+      for (int j = 0; j < rows; ++j)
+#pragma unroll
+        for (int r = 0; r < rows; ++r) acc[r] += t[j] * x[r - j + rows - 1];
+    }
+    float* d = dst + o * n_dst + x0 + base;
+    if (x0 + base + rows <= n_dst && (reinterpret_cast<std::uintptr_t>(d) & 15) == 0) {
+      reinterpret_cast<float4*>(d)[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+      reinterpret_cast<float4*>(d)[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
+    } else {
+#pragma unroll
+      for (int r = 0; r < rows; ++r)
+        if (x0 + base + r < n_dst) d[r] = acc[r];
+    }
+  }
+}
+
+template <typename T>
+__global__ void fill_kernel(T* __restrict__ p, long long n, T v) {
+  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < n; e += (long long)gridDim.x * blockDim.x)
+    p[e] = v;
+}
+
+// Eight outputs a thread along the axis (16 accumulators and inputs would cost registers
+// for little: 15 loads per 64 multiply-adds already).
+constexpr int taps_rows_per_thread = 8;
+
+// taps: the axis's taps in the padded table (zeros up to a whole chunk).
+template <typename in_t, typename out_t>
+void axis_taps(const in_t* src, out_t* dst, long long outer, int n_src, int n_dst, long long inner, int off, boundary b,
+               float outside, const float* taps, int K, cudaStream_t stream) {
+  constexpr int rows = taps_rows_per_thread;
+  if constexpr (std::is_same_v<out_t, float>) {
+    // rows: staged in shared memory (its window up to 48 KB: K up to ~10000)
+    const int lanes = n_dst > 64 * rows ? 128 : n_dst > 32 * rows ? 64 : 32, per = row_block / lanes;
+    const std::size_t smem = std::size_t(per) * window_floats(lanes * rows, K) * sizeof(float);
+    if (inner == 1 && smem <= 48 * 1024) {
+      const long long groups = (outer + per - 1) / per * ((n_dst + lanes * rows - 1) / (lanes * rows));
+      const unsigned x = (unsigned)std::clamp<long long>(groups, 1, 1 << 22);
+      row_taps_kernel<rows, in_t><<<x, row_block, smem, stream>>>(src, dst, outer, n_src, n_dst, off, b, outside, taps,
+                                                                  K, lanes);
+      check_launch("row_taps_kernel");
+      return;
+    }
+  }
+  // column ranges of a block's threads, or of whole warps where inner is narrower
+  const int width = inner >= taps_block ? taps_block : int((inner + 31) / 32 * 32);
+  const long long count = outer * ((inner + width - 1) / width) * ((n_dst + rows - 1) / rows) * width;
+  const unsigned x = (unsigned)std::clamp<long long>((count + taps_block - 1) / taps_block, 1, 1 << 22);
+  if ((long long)n_src * inner <= 0x7fffffffLL)  // a column's offsets in 32 bits
+    axis_taps_kernel<rows, int, in_t, out_t><<<x, taps_block, 0, stream>>>(src, dst, outer, n_src, n_dst, inner, width,
+                                                                            off, b, outside, taps, K);
+  else
+    axis_taps_kernel<rows, long long, in_t, out_t><<<x, taps_block, 0, stream>>>(src, dst, outer, n_src, n_dst, inner,
+                                                                                  width, off, b, outside, taps, K);
+  check_launch("axis_taps_kernel");
+}
+
+class cuda3d_separable final : public plan3d::impl {
+ public:
+  cuda3d_separable(problem3d p, rank1_3d_factors f) : impl(std::move(p)), f_(std::move(f)) {
+    GPUCONV_CUDA(cudaGetDevice(&device_));
+    if (prob.options.cuda_device >= 0) device_ = prob.options.cuda_device;
+    device_scope on(device_);
+    std::size_t free_bytes = 0, total_bytes = 0;
+    GPUCONV_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+    cap_ = prob.options.memory_limit ? prob.options.memory_limit : free_bytes / 2;
+    // each axis's taps from a multiple of taps_rows_per_thread floats (16-byte aligned), zeros
+    // up to the next: the kernels read whole chunks
+    std::vector<float> taps;
+    for (const auto* v : {&f_.depth, &f_.column, &f_.row}) {
+      offsets_.push_back(taps.size());
+      taps.insert(taps.end(), v->begin(), v->end());
+      taps.resize((taps.size() + taps_rows_per_thread - 1) / taps_rows_per_thread * taps_rows_per_thread, 0.f);
+    }
+    taps_ = device_buffer<float>(taps.size());
+    GPUCONV_CUDA(cudaMemcpy(taps_.data(), taps.data(), taps_.bytes(), cudaMemcpyHostToDevice));
+    // the smallest band (one output slice) must fit, in the widest pixel type
+    if (band_bytes(1, pixel::f32, true) > cap_)
+      throw std::invalid_argument("conv::plan3d: the memory cap (" + std::to_string(cap_) +
+                                  " bytes) is below one band of the separable method (" +
+                                  std::to_string(band_bytes(1, pixel::f32, true)) + " bytes: " +
+                                  std::to_string(prob.kd) + " input slices, their two float passes and an output slice)");
+  }
+
+  backend kind() const override { return backend::cuda; }
+  cpu_method method() const override { return cpu_method::separable; }
+
+  void execute_device(const void* in, void* out, pixel px, cudaStream_t stream) override {
+    device_scope on(device_);
+    if (whole_bytes(px, false) <= cap_) {
+      run_whole(in, out, px, stream);
+      return;
+    }
+    run_bands(static_cast<const char*>(in), static_cast<char*>(out), px, false, stream);
+  }
+
+  void execute(const void* in, void* out, pixel px) override {
+    device_scope on(device_);
+    const std::size_t bytes = pixel_bytes(px);
+    const std::size_t in_bytes = std::size_t(prob.volumes * prob.input_voxels()) * bytes;
+    const std::size_t out_bytes = std::size_t(prob.volumes * prob.output_voxels()) * bytes;
+    if (whole_bytes(px, true) <= cap_) {
+      d_in_.reserve(in_bytes);
+      d_out_.reserve(out_bytes);
+      GPUCONV_CUDA(cudaMemcpy(d_in_.data(), in, in_bytes, cudaMemcpyHostToDevice));
+      run_whole(d_in_.data(), d_out_.data(), px, nullptr);
+      GPUCONV_CUDA(cudaMemcpy(out, d_out_.data(), out_bytes, cudaMemcpyDeviceToHost));
+      return;
+    }
+    run_bands(static_cast<const char*>(in), static_cast<char*>(out), px, true, nullptr);
+  }
+
+ private:
+  const float* depth_taps() const { return taps_.data() + offsets_[0]; }
+  const float* column_taps() const { return taps_.data() + offsets_[1]; }
+  const float* row_taps() const { return taps_.data() + offsets_[2]; }
+  std::size_t t1_slice() const { return std::size_t(prob.height * prob.geo.out_w) * 4; }
+  std::size_t t2_slice() const { return std::size_t(prob.geo.out_h * prob.geo.out_w) * 4; }
+  std::size_t in_slice(pixel px) const { return std::size_t(prob.height * prob.width) * pixel_bytes(px); }
+  std::size_t out_slice(pixel px) const { return std::size_t(prob.geo.out_h * prob.geo.out_w) * pixel_bytes(px); }
+
+  // Device bytes of the whole batch at once: the intermediates, and the copies of host buffers.
+  std::size_t whole_bytes(pixel px, bool host) const {
+    const std::size_t slices = std::size_t(prob.volumes) * std::size_t(prob.depth);
+    std::size_t b = slices * (t1_slice() + t2_slice());
+    if (host) b += slices * in_slice(px) + std::size_t(prob.volumes * prob.geo.out_d) * out_slice(px);
+    return b;
+  }
+  // A band of `band` output slices: the slab (band + kd - 1 input slices) and its two float
+  // passes, and the output slices where they are staged (host buffers).
+  std::size_t band_bytes(long long band, pixel px, bool host) const {
+    const std::size_t slab = std::size_t(band + prob.kd - 1);
+    return slab * (in_slice(px) + t1_slice() + t2_slice()) + (host ? std::size_t(band) * out_slice(px) : 0);
+  }
+
+  template <typename T>
+  void passes(const T* in, T* out, long long slices, int volumes, bool slab, pixel px, cudaStream_t stream) {
+    const problem3d& p = prob;
+    const geometry3d& g = p.geo;
+    const boundary b = p.options.semantics.border;
+    const separable3d_outside o = separable3d_outside_values(p, f_, px);
+    t1_.reserve(std::size_t(volumes * slices) * t1_slice());
+    t2_.reserve(std::size_t(volumes * slices) * t2_slice());
+    float* t1 = reinterpret_cast<float*>(t1_.data());
+    float* t2 = reinterpret_cast<float*>(t2_.data());
+    axis_taps(in, t1, volumes * slices * p.height, (int)p.width, (int)g.out_w, 1, g.ox, b, o.rows, row_taps(), p.kw,
+              stream);
+    axis_taps(t1, t2, volumes * slices, (int)p.height, (int)g.out_h, g.out_w, g.oy, b, o.columns, column_taps(), p.kh,
+              stream);
+    if (slab)  // the slab holds every slice the band reads: output slice z reads slab slices z .. z + kd - 1
+      axis_taps(t2, out, volumes, (int)slices, (int)(slices - (p.kd - 1)), g.out_h * g.out_w, p.kd - 1, b, o.slices,
+                depth_taps(), p.kd, stream);
+    else
+      axis_taps(t2, out, volumes, (int)p.depth, (int)g.out_d, g.out_h * g.out_w, g.oz, b, o.slices, depth_taps(), p.kd,
+                stream);
+  }
+
+  void run_whole(const void* in, void* out, pixel px, cudaStream_t stream) {
+    dispatch_pixel(px, [&](auto type) {
+      using T = decltype(type);
+      passes(static_cast<const T*>(in), static_cast<T*>(out), prob.depth, prob.volumes, false, px, stream);
+    });
+  }
+
+  // Per volume, bands of output slices, each from its slab of extended input slices: copied
+  // from `in` (host: uploaded; device: on the device) or filled with the outside value.
+  void run_bands(const char* in, char* out, pixel px, bool host, cudaStream_t stream) {
+    const long long out_d = prob.geo.out_d;
+    long long band = 1;
+    while (band < out_d && band_bytes(std::min(out_d, band * 2), px, host) <= cap_) band *= 2;
+    band = std::min(band, out_d);
+    const std::size_t in_s = in_slice(px), out_s = out_slice(px);
+    d_in_.reserve(std::size_t(band + prob.kd - 1) * in_s);
+    if (host) d_out_.reserve(std::size_t(band) * out_s);
+    dispatch_pixel(px, [&](auto type) {
+      using T = decltype(type);
+      const T fill = T(separable3d_outside_values(prob, f_, px).rows);
+      const cudaMemcpyKind kind = host ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice;
+      for (int vol = 0; vol < prob.volumes; ++vol)
+        for (long long z0 = 0; z0 < out_d; z0 += band) {
+          const long long z1 = std::min(out_d, z0 + band);
+          const band3d b = make_band(prob, z0, z1);
+          for (std::size_t j = 0; j < b.slices.size(); ++j) {
+            char* slot = d_in_.data() + j * in_s;
+            if (b.slices[j] < 0) {
+              const long long n = prob.height * prob.width;
+              fill_kernel<T><<<(unsigned)std::min<long long>((n + 255) / 256, 4096), 256, 0, stream>>>(
+                  reinterpret_cast<T*>(slot), n, fill);
+              check_launch("fill_kernel");
+            } else {
+              GPUCONV_CUDA(cudaMemcpyAsync(slot, in + (std::size_t(vol) * prob.depth + b.slices[j]) * in_s, in_s, kind,
+                                           stream));
+            }
+          }
+          char* dst = host ? d_out_.data() : out + (std::size_t(vol) * out_d + z0) * out_s;
+          passes(reinterpret_cast<const T*>(d_in_.data()), reinterpret_cast<T*>(dst), (long long)b.slices.size(), 1, true,
+                 px, stream);
+          if (host)
+            GPUCONV_CUDA(cudaMemcpyAsync(out + (std::size_t(vol) * out_d + z0) * out_s, d_out_.data(),
+                                         std::size_t(z1 - z0) * out_s, cudaMemcpyDeviceToHost, stream));
+        }
+      if (host) GPUCONV_CUDA(cudaStreamSynchronize(stream));
+    });
+  }
+
+  rank1_3d_factors f_;
+  int device_ = 0;
+  std::size_t cap_ = 0;
+  device_buffer<float> taps_;
+  std::vector<std::size_t> offsets_;  // of the depth, column and row taps in taps_
+  device_buffer<char> t1_, t2_, d_in_, d_out_;  // grown on demand
+};
+
+}  // namespace
+
+std::unique_ptr<plan3d::impl> make_cuda3d_separable(problem3d p, rank1_3d_factors f) {
+  return std::make_unique<cuda3d_separable>(std::move(p), std::move(f));
+}
+
+}  // namespace gpuconv::conv
