@@ -1,4 +1,5 @@
-// plan3d's CPU backend. Two methods:
+// plan3d's CPU backend for kernels that are not rank-1 (those take the separable method,
+// separable3d.cpp, unless a method is forced). Two methods:
 // - direct: the formula of semantics3d.hpp as kd*kh rows of taps per output row
 //   (cpu_rows.hpp's taps_rows over the kd*kh extended source rows, the kernel seen as a
 //   (kd*kh) x kw bank of rows); one output slice per unit of work, units over the CPU pool;

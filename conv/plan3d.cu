@@ -1,4 +1,5 @@
-// plan3d's CUDA backend: 3D overlap-save tiles through fft::real_3d_plan.
+// plan3d's CUDA backend: 3D overlap-save tiles through fft::real_3d_plan (rank-1 kernels take
+// the separable method instead, separable3d.cu, unless a path or tile is forced).
 //
 // Per chunk of tiles (as many as the workspace cap holds): gather (gather3d_kernel: the
 // boundary rule applied while loading each tile voxel, narrow pixels widened), the 3D
