@@ -1,11 +1,11 @@
 // plan3d's separable method on the CUDA backend (separable3d.hpp): the three passes over
 // [outer][n][inner] arrays (rows: inner 1; columns: inner out_w; slices: inner out_h * out_w),
-// a thread per eight outputs along the axis, the taps eight at a time (window_sums): the
+// a thread per 16 (rows: 8) outputs along the axis, the taps as many at a time: the
 // column and slice passes (axis_taps_kernel) read their windows straight from global memory,
 // coalesced across i, the boundary rule looked up only where a window leaves the array; the
 // row pass (row_taps_kernel) stages each row segment's window in shared memory. H100, 128 x
-// 512 x 512 fp32, K = 31 (gpuconv-bench conv3d, ncu): the three passes 258 / 241 / 285 us,
-// each ~3x its bytes at the copy rate, issue-bound (docs/benchmarks.md, Volumes).
+// 512 x 512 fp32, K = 31 (gpuconv-bench conv3d, ncu): the three passes 258 / 196 / 235 us,
+// each 2.3-3x its bytes at the copy rate, issue-bound (docs/benchmarks.md, Volumes).
 //
 // Whole batch when the intermediates fit the memory cap; else bands of output slices per
 // volume, each from a slab of extended input slices (make_band) uploaded from the host or
@@ -42,10 +42,10 @@ __device__ __forceinline__ void chunk_taps(const float* __restrict__ taps, float
 
 // The sums of `rows` outputs whose first reads row `top` of a column (col[row * inner]): the taps
 // `rows` at a time, each chunk loading its 2 rows - 1 source values and its taps once for rows x
-// rows multiply-adds (~0.36 loads a multiply-add instead of 2). x[q] is row top - l0 - (rows -
-// 1) + q; output r takes x[r - j + rows - 1] with tap l0 + j (zero past K). Rows below top -
-// (K - 1) serve only those zero taps and are read as 0, so that no value outside the window
-// reaches a sum. edge: the window leaves the column, and each row goes through the boundary
+// rows multiply-adds (0.12 / 0.23 loads a multiply-add at 16 / 8 rows, instead of 2). x[q] is
+// row top - l0 - (rows - 1) + q; output r takes x[r - j + rows - 1] with tap l0 + j (zero past
+// K). Rows below top - (K - 1) serve only those zero taps and are read as 0, so that no value
+// outside the window reaches a sum. edge: the window leaves the column, and each row goes through the boundary
 // rule (the same sums, in the same order). idx_t: int where a column's offsets fit in 32 bits.
 template <int rows, typename idx_t, typename in_t>
 __device__ __forceinline__ void window_sums(const in_t* __restrict__ col, idx_t inner, long long top, int K, int n_src,
@@ -83,7 +83,7 @@ __device__ __forceinline__ void window_sums(const in_t* __restrict__ col, idx_t 
 // is < 0. Each thread sums `rows` consecutive outputs y0 .. y0 + rows - 1 at one (o, i)
 // (window_sums), the threads of a block on consecutive i (coalesced).
 template <int rows, typename idx_t, typename in_t, typename out_t>
-__global__ void __launch_bounds__(taps_block, 3)  // <= 80 registers: three blocks a multiprocessor
+__global__ void __launch_bounds__(taps_block, 2)  // <= 128 registers: two blocks a multiprocessor
 axis_taps_kernel(const in_t* __restrict__ src, out_t* __restrict__ dst, long long outer, int n_src, int n_dst,
                  long long inner, int width, int off, boundary b, float outside, const float* __restrict__ taps, int K) {
   // one flat index over (o, i / width, y0 / rows, i % width), width = `width` columns (a block's
@@ -190,8 +190,9 @@ row_taps_kernel(const in_t* __restrict__ src, float* __restrict__ dst, long long
     }
     float* d = dst + o * n_dst + x0 + base;
     if (x0 + base + rows <= n_dst && (reinterpret_cast<std::uintptr_t>(d) & 15) == 0) {
-      reinterpret_cast<float4*>(d)[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
-      reinterpret_cast<float4*>(d)[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
+#pragma unroll
+      for (int h = 0; h < rows / 4; ++h)
+        reinterpret_cast<float4*>(d)[h] = make_float4(acc[4 * h], acc[4 * h + 1], acc[4 * h + 2], acc[4 * h + 3]);
     } else {
 #pragma unroll
       for (int r = 0; r < rows; ++r)
@@ -206,9 +207,12 @@ __global__ void fill_kernel(T* __restrict__ p, long long n, T v) {
     p[e] = v;
 }
 
-// Eight outputs a thread along the axis (16 accumulators and inputs would cost registers
-// for little: 15 loads per 64 multiply-adds already).
-constexpr int taps_rows_per_thread = 8;
+// Outputs a thread along the axis. H100, 128 x 512 x 512, K = 31 (ncu): the column and slice
+// passes 241 / 285 us at 8 a thread (15 loads per 64 multiply-adds, <= 80 registers), 196 / 235
+// at 16 (31 per 256, ~125); the row pass 258 us at 8, 341 at 16.
+constexpr int taps_rows_per_thread = 8;   // the row pass
+constexpr int axis_rows_per_thread = 16;  // the column and slice passes
+constexpr int taps_padding = 16;          // the taps table's chunks: a multiple of both
 
 // taps: the axis's taps in the padded table (zeros up to a whole chunk).
 template <typename in_t, typename out_t>
@@ -228,15 +232,16 @@ void axis_taps(const in_t* src, out_t* dst, long long outer, int n_src, int n_ds
       return;
     }
   }
+  constexpr int axis_rows = axis_rows_per_thread;
   // column ranges of a block's threads, or of whole warps where inner is narrower
   const int width = inner >= taps_block ? taps_block : int((inner + 31) / 32 * 32);
-  const long long count = outer * ((inner + width - 1) / width) * ((n_dst + rows - 1) / rows) * width;
+  const long long count = outer * ((inner + width - 1) / width) * ((n_dst + axis_rows - 1) / axis_rows) * width;
   const unsigned x = (unsigned)std::clamp<long long>((count + taps_block - 1) / taps_block, 1, 1 << 22);
   if ((long long)n_src * inner <= 0x7fffffffLL)  // a column's offsets in 32 bits
-    axis_taps_kernel<rows, int, in_t, out_t><<<x, taps_block, 0, stream>>>(src, dst, outer, n_src, n_dst, inner, width,
+    axis_taps_kernel<axis_rows, int, in_t, out_t><<<x, taps_block, 0, stream>>>(src, dst, outer, n_src, n_dst, inner, width,
                                                                             off, b, outside, taps, K);
   else
-    axis_taps_kernel<rows, long long, in_t, out_t><<<x, taps_block, 0, stream>>>(src, dst, outer, n_src, n_dst, inner,
+    axis_taps_kernel<axis_rows, long long, in_t, out_t><<<x, taps_block, 0, stream>>>(src, dst, outer, n_src, n_dst, inner,
                                                                                   width, off, b, outside, taps, K);
   check_launch("axis_taps_kernel");
 }
@@ -250,13 +255,13 @@ class cuda3d_separable final : public plan3d::impl {
     std::size_t free_bytes = 0, total_bytes = 0;
     GPUCONV_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
     cap_ = prob.options.memory_limit ? prob.options.memory_limit : free_bytes / 2;
-    // each axis's taps from a multiple of taps_rows_per_thread floats (16-byte aligned), zeros
+    // each axis's taps from a multiple of taps_padding floats (16-byte aligned), zeros
     // up to the next: the kernels read whole chunks
     std::vector<float> taps;
     for (const auto* v : {&f_.depth, &f_.column, &f_.row}) {
       offsets_.push_back(taps.size());
       taps.insert(taps.end(), v->begin(), v->end());
-      taps.resize((taps.size() + taps_rows_per_thread - 1) / taps_rows_per_thread * taps_rows_per_thread, 0.f);
+      taps.resize((taps.size() + taps_padding - 1) / taps_padding * taps_padding, 0.f);
     }
     taps_ = device_buffer<float>(taps.size());
     GPUCONV_CUDA(cudaMemcpy(taps_.data(), taps.data(), taps_.bytes(), cudaMemcpyHostToDevice));
