@@ -30,28 +30,17 @@ rank1_factors factor_rank1(const float* k, int kh, int kw, double tolerance) {
 }
 
 rank1_3d_factors factor_rank1_3d(const float* k, int kd, int kh, int kw, double tolerance) {
-  // the largest entry's three fibres carry the factors: k(l, i, j) = k(l, p, q) k(s, i, q) k(s, p, j) / k(s, p, q)^2
-  const long long plane = (long long)kh * kw;
-  int s = 0, p = 0, q = 0;
-  double peak = 0;
-  for (int l = 0; l < kd; ++l)
-    for (int i = 0; i < kh; ++i)
-      for (int j = 0; j < kw; ++j)
-        if (std::abs(k[l * plane + i * kw + j]) > peak) peak = std::abs(k[l * plane + i * kw + j]), s = l, p = i, q = j;
+  // kd x (kh kw) as column x row, then the row as kh x kw, each to half the tolerance: the row
+  // is scaled by the largest entry (|row| <= 1), so depth x column x row stays within
+  // tolerance x max |k| everywhere
+  rank1_factors outer = factor_rank1(k, kd, kh * kw, tolerance / 2);
   rank1_3d_factors f;
-  if (peak == 0) return f;
-  const double centre = k[s * plane + p * kw + q];
-  std::vector<float> depth(kd), column(kh), row(kw);
-  for (int l = 0; l < kd; ++l) depth[l] = k[l * plane + p * kw + q];
-  for (int i = 0; i < kh; ++i) column[i] = float(k[s * plane + i * kw + q] / centre);
-  for (int j = 0; j < kw; ++j) row[j] = float(k[s * plane + p * kw + j] / centre);
-  for (int l = 0; l < kd; ++l)
-    for (int i = 0; i < kh; ++i)
-      for (int j = 0; j < kw; ++j)
-        if (std::abs(double(depth[l]) * column[i] * row[j] - k[l * plane + i * kw + j]) > tolerance * peak) return f;
-  f.depth = std::move(depth);
-  f.column = std::move(column);
-  f.row = std::move(row);
+  if (!outer.found()) return f;
+  rank1_factors inner = factor_rank1(outer.row.data(), kh, kw, tolerance / 2);
+  if (!inner.found()) return f;
+  f.depth = std::move(outer.column);
+  f.column = std::move(inner.column);
+  f.row = std::move(inner.row);
   return f;
 }
 

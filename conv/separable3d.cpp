@@ -2,6 +2,8 @@
 // CPU pool, one row of the pass's output per unit, each row through cpu_rows.hpp's taps_rows
 // (the row pass on the extended source row, the column and slice passes as kh (kd) rows of
 // one tap each, the rows picked by the boundary rule or a row of the outside value).
+#include <memory>
+
 #include "cpu_rows.hpp"
 #include "separable3d.hpp"
 
@@ -28,7 +30,11 @@ class cpu3d_separable final : public plan3d::impl {
     const int threads = cpu_threads(p);
     const long long D = p.depth, H = p.height, W = p.width;
     const long long span = g.out_w + p.kw - 1, first = g.ox - (p.kw - 1);
-    std::vector<float> t1(std::size_t(D * H * g.out_w)), t2(std::size_t(D * g.out_h * g.out_w));
+    // the intermediates, every value written before it is read (no zeroing pass)
+    const std::unique_ptr<float[]> t1_buf(new float[std::size_t(D * H * g.out_w)]),
+        t2_buf(new float[std::size_t(D * g.out_h * g.out_w)]);
+    float* const t1 = t1_buf.get();
+    float* const t2 = t2_buf.get();
     const std::vector<float> outside_row(std::size_t(g.out_w), outside.columns),
         outside_slice_row(std::size_t(g.out_w), outside.slices);
     for (int v = 0; v < p.volumes; ++v) {
@@ -38,26 +44,28 @@ class cpu3d_separable final : public plan3d::impl {
         thread_local std::vector<float> ext;
         ext.resize(std::size_t(span));
         const float* row = source_row(src + r * W, W, first, span, b, outside.rows, ext.data());
-        taps_rows(&row, f_.row.data(), 1, p.kw, g.out_w, t1.data() + r * g.out_w);
+        taps_rows(&row, f_.row.data(), 1, p.kw, g.out_w, t1 + r * g.out_w);
       });
       // columns: t2 row (z, y) from t1 rows (z, y + oy - i)
       parallel_units(threads, D * g.out_h, [&](long long r) {
         const long long z = r / g.out_h, y = r % g.out_h;
-        std::vector<const float*> rows(std::size_t(p.kh));
+        thread_local std::vector<const float*> rows;
+        rows.resize(std::size_t(p.kh));
         for (int i = 0; i < p.kh; ++i) {
           const int s = border_index(y + g.oy - i, (int)H, b);
-          rows[std::size_t(i)] = s < 0 ? outside_row.data() : t1.data() + (z * H + s) * g.out_w;
+          rows[std::size_t(i)] = s < 0 ? outside_row.data() : t1 + (z * H + s) * g.out_w;
         }
-        taps_rows(rows.data(), f_.column.data(), p.kh, 1, g.out_w, t2.data() + r * g.out_w);
+        taps_rows(rows.data(), f_.column.data(), p.kh, 1, g.out_w, t2 + r * g.out_w);
       });
       // slices: output row (z, y) from t2 rows (z + oz - l, y)
       T* dst = out + v * g.out_d * g.out_h * g.out_w;
       parallel_units(threads, g.out_d * g.out_h, [&](long long r) {
         const long long z = r / g.out_h, y = r % g.out_h;
-        std::vector<const float*> rows(std::size_t(p.kd));
+        thread_local std::vector<const float*> rows;
+        rows.resize(std::size_t(p.kd));
         for (int l = 0; l < p.kd; ++l) {
           const int s = border_index(z + g.oz - l, (int)D, b);
-          rows[std::size_t(l)] = s < 0 ? outside_slice_row.data() : t2.data() + (s * g.out_h + y) * g.out_w;
+          rows[std::size_t(l)] = s < 0 ? outside_slice_row.data() : t2 + (s * g.out_h + y) * g.out_w;
         }
         taps_rows(rows.data(), f_.depth.data(), p.kd, 1, g.out_w, dst + r * g.out_w);
       });

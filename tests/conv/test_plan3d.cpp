@@ -286,6 +286,22 @@ TEST_CASE("plan3d rejects bad shapes and kernels with the offending value", "[co
 
 // ---- CUDA backend -------------------------------------------------------------------------
 
+namespace {
+
+// execute_device's result against execute's on the same volumes (rel L2).
+double device_equals_host(plan3d& p, const std::vector<float>& vol, int volumes) {
+  const std::size_t n = std::size_t(p.output_depth() * p.output_height() * p.output_width() * volumes);
+  std::vector<float> host_out(n), dev_out(n, NAN);
+  p.execute(vol.data(), host_out.data());
+  device_buffer<float> d_in(vol.size()), d_out(n);
+  GPUCONV_CUDA(cudaMemcpy(d_in.data(), vol.data(), d_in.bytes(), cudaMemcpyHostToDevice));
+  p.execute_device(d_in.data(), d_out.data());
+  GPUCONV_CUDA(cudaMemcpy(dev_out.data(), d_out.data(), d_out.bytes(), cudaMemcpyDeviceToHost));
+  return test::relative_l2(dev_out, host_out);
+}
+
+}  // namespace
+
 TEST_CASE("plan3d CUDA matches the direct reference for every mode, operation and boundary", "[conv][3d][gpu]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
   const options o = every_semantics();
@@ -339,14 +355,7 @@ TEST_CASE("plan3d CUDA separable in bands, narrow voxels, and execute_device", "
   const auto k = rank1_kernel(s, 32);
   plan3d p(s.d, s.h, s.w, s.volumes, k.data(), s.kd, s.kh, s.kw, make_options(backend::cuda, o, cpu_method::automatic, 0, limit));
   REQUIRE(p.method() == cpu_method::separable);
-  const std::size_t n = std::size_t(p.output_depth() * p.output_height() * p.output_width() * s.volumes);
-  std::vector<float> host_out(n), dev_out(n, NAN);
-  p.execute(vol.data(), host_out.data());
-  device_buffer<float> d_in(vol.size()), d_out(n);
-  GPUCONV_CUDA(cudaMemcpy(d_in.data(), vol.data(), d_in.bytes(), cudaMemcpyHostToDevice));
-  p.execute_device(d_in.data(), d_out.data());
-  GPUCONV_CUDA(cudaMemcpy(dev_out.data(), d_out.data(), d_out.bytes(), cudaMemcpyDeviceToHost));
-  CHECK(test::relative_l2(dev_out, host_out) <= 1e-6);
+  CHECK(device_equals_host(p, vol, s.volumes) <= 1e-6);
   if (limit == 0) {
     o.constant_value = 300.f;
     const auto po = make_options(backend::cuda, o);
@@ -378,14 +387,7 @@ TEST_CASE("plan3d CUDA execute_device equals execute", "[conv][3d][gpu]") {
   const auto vol = test::random_reals<float>(std::size_t(s.d * s.h * s.w * s.volumes), 11);
   const auto k = test::random_reals<float>(125, 12);
   plan3d p(s.d, s.h, s.w, s.volumes, k.data(), s.kd, s.kh, s.kw, make_options(backend::cuda, options{}));
-  const std::size_t n = std::size_t(p.output_depth() * p.output_height() * p.output_width() * s.volumes);
-  std::vector<float> host_out(n), dev_out(n);
-  p.execute(vol.data(), host_out.data());
-  device_buffer<float> d_in(vol.size()), d_out(n);
-  GPUCONV_CUDA(cudaMemcpy(d_in.data(), vol.data(), d_in.bytes(), cudaMemcpyHostToDevice));
-  p.execute_device(d_in.data(), d_out.data());
-  GPUCONV_CUDA(cudaMemcpy(dev_out.data(), d_out.data(), d_out.bytes(), cudaMemcpyDeviceToHost));
-  CHECK(test::relative_l2(dev_out, host_out) <= 1e-6);
+  CHECK(device_equals_host(p, vol, s.volumes) <= 1e-6);
 }
 
 // ---- the CUDA path's index maps, emulated on the host --------------------------------------
