@@ -4,8 +4,8 @@
 // column and slice passes (axis_taps_kernel) read their windows straight from global memory,
 // coalesced across i, the boundary rule looked up only where a window leaves the array; the
 // row pass (row_taps_kernel) stages each row segment's window in shared memory. H100, 128 x
-// 512 x 512 fp32, K = 31 (gpuconv-bench conv3d, ncu): the three passes 258 / 196 / 235 us,
-// each 2.3-3x its bytes at the copy rate, issue-bound (docs/benchmarks.md, Volumes).
+// 512 x 512 fp32, K = 31 (gpuconv-bench conv3d, ncu): the three passes 219 / 196 / 235 us,
+// each 2.3-2.6x its bytes at the copy rate (docs/benchmarks.md, Volumes).
 //
 // Whole batch when the intermediates fit the memory cap; else bands of output slices per
 // volume, each from a slab of extended input slices (make_band) uploaded from the host or
@@ -155,12 +155,25 @@ row_taps_kernel(const in_t* __restrict__ src, float* __restrict__ dst, long long
     __syncthreads();  // the last segment's reads are done
     const long long from = (long long)x0 + off - (K - 1);  // the window's first source column
     if (live) {
-      if (from >= 0 && from + span <= n_src) {
-        for (int v = lane; v < span; v += lanes) w[window_slot(v + lead)] = float(s[from + v]);
-      } else {
-        for (int v = lane; v < span; v += lanes) {
-          const int c = border_index(from + v, n_src, b);
-          w[window_slot(v + lead)] = c < 0 ? outside : float(s[c]);
+      // a thread's values `batch` at a time, all loaded before any is stored: its loads in
+      // flight together rather than one global round trip per value (rows + (K - 1) / lanes
+      // values a thread: 9 at K = 31 on 512-wide rows)
+      constexpr int batch = 8;
+      const bool inside = from >= 0 && from + span <= n_src;
+      for (int v0 = lane; v0 < span; v0 += batch * lanes) {
+        float val[batch];
+#pragma unroll
+        for (int q = 0; q < batch; ++q) {
+          const int v = v0 + q * lanes;
+          if (v < span) {
+            const long long c = inside ? from + v : border_index(from + v, n_src, b);
+            val[q] = c < 0 ? outside : float(s[c]);
+          }
+        }
+#pragma unroll
+        for (int q = 0; q < batch; ++q) {
+          const int v = v0 + q * lanes;
+          if (v < span) w[window_slot(v + lead)] = val[q];
         }
       }
     }
@@ -209,7 +222,8 @@ __global__ void fill_kernel(T* __restrict__ p, long long n, T v) {
 
 // Outputs a thread along the axis. H100, 128 x 512 x 512, K = 31 (ncu): the column and slice
 // passes 241 / 285 us at 8 a thread (15 loads per 64 multiply-adds, <= 80 registers), 196 / 235
-// at 16 (31 per 256, ~125); the row pass 258 us at 8, 341 at 16.
+// at 16 (31 per 256, ~125); the row pass 258 us at 8, 341 at 16 with its window loaded one value
+// at a time, 219 at 8 and 231 at 16 with the loads batched.
 constexpr int taps_rows_per_thread = 8;   // the row pass
 constexpr int axis_rows_per_thread = 16;  // the column and slice passes
 constexpr int taps_padding = 16;          // the taps table's chunks: a multiple of both
