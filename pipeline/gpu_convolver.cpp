@@ -18,7 +18,9 @@ constexpr std::size_t chunk_bytes = std::size_t(8) << 20;
 // How the host side is copied (H100, 12 MP RGB, measured): uploads straight from the
 // caller's pageable memory (the driver's own staging: 6 ms) beat ours (memcpy into pinned
 // chunks, then DMA: 13-15 ms); downloads through our pinned chunks (27 ms) beat the driver's
-// (32 ms). GPUCONV_STAGING=direct or pinned forces one way both ways, for measurements.
+// (32 ms) once the chunks exist, so a batch uses them (set_pinned_download); the one-image
+// command downloads directly (allocating the chunks and releasing them at exit cost more).
+// GPUCONV_STAGING=direct or pinned forces one way both ways, for measurements.
 bool direct_upload() {
   static const bool direct = [] {
     const char* e = std::getenv("GPUCONV_STAGING");
@@ -26,12 +28,13 @@ bool direct_upload() {
   }();
   return direct;
 }
-bool direct_download() {
-  static const bool direct = [] {
+// GPUCONV_STAGING for downloads: 1 direct, 0 pinned, -1 not set (the caller's choice)
+int forced_download() {
+  static const int forced = [] {
     const char* e = std::getenv("GPUCONV_STAGING");
-    return e && std::string(e) == "direct";
+    return e && std::string(e) == "direct" ? 1 : e && std::string(e) == "pinned" ? 0 : -1;
   }();
-  return direct;
+  return forced;
 }
 
 }  // namespace
@@ -141,7 +144,7 @@ gpu_result gpu_convolver::run(const stored_image& in, sample out_type, layout ou
 void gpu_convolver::download(void* host, std::size_t bytes) {
   const auto* device = static_cast<const unsigned char*>(output_.data());
   auto* dst = static_cast<unsigned char*>(host);
-  if (direct_download()) {
+  if (forced_download() == 1 || (forced_download() == -1 && !pinned_download_)) {
     GPUCONV_CUDA(cudaMemcpyAsync(dst, device, bytes, cudaMemcpyDeviceToHost, stream()));
     GPUCONV_CUDA(cudaStreamSynchronize(stream()));
     return;

@@ -68,6 +68,9 @@ class gpu_convolver {
   // Threads that copy between the pinned staging and the caller's memory (default 1; one
   // thread moves 6-10 GB/s, PCIe ~50).
   void set_copy_threads(int threads) { copy_threads_ = threads < 1 ? 1 : threads; }
+  // Downloads through the pinned staging (default) or straight into the caller's memory (the
+  // driver's own staging: no pinned allocation; GPUCONV_STAGING=direct or pinned overrides).
+  void set_pinned_download(bool pinned) { pinned_download_ = pinned; }
 
   // Creates the CUDA context and stream work queue now (start-up off the critical path).
   static void warm_up();
@@ -81,6 +84,7 @@ class gpu_convolver {
   device_buffer<unsigned long long> clipped_;
   pinned_buffer staging_[2];
   int copy_threads_ = 1;
+  bool pinned_download_ = true;
   pinned_buffer clipped_host_;
   // a waiting host thread sleeps instead of spinning (cudaEventBlockingSync)
   cuda_event staged_[2]{cuda_event(cudaEventBlockingSync | cudaEventDisableTiming),

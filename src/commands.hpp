@@ -10,6 +10,11 @@ namespace gpuconv::app {
 
 int run_command(const cli_options& o, std::ostream& out, std::ostream& err);
 
+// Set by the CLI's main before run_command when the process ends right after it (std::_Exit):
+// the one-image command then leaves its GPU buffers to the exit instead of freeing them. Off
+// by default (a caller that goes on, such as the tests, gets everything freed).
+extern bool process_ends_after_command;
+
 int run_convolve(const cli_options& o, std::ostream& err);
 // Throws usage_error when OUTPUT names INPUT (the same path, a link to it, or the same file).
 void refuse_output_over_input(const cli_options& o);

@@ -187,6 +187,7 @@ struct convolver::gpu_stage {
           return r;
         }()) {
     pixels.set_copy_threads(s.copy_threads);
+    pixels.set_pinned_download(s.pinned_download);
   }
 };
 

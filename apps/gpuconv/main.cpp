@@ -23,9 +23,11 @@ int main(int argc, char** argv) {
     app::capture_decoder_messages();  // libpng/libjpeg chatter goes into our one-line errors
     cv::setNumThreads(0);  // OpenCV's own threads would compete with ours; our threads are the parallelism
     const app::cli_options o = app::parse_cli(std::vector<std::string>(argv + 1, argv + argc));
+    const bool quick_exit = o.cmd == app::command::convolve || o.cmd == app::command::batch ||
+                            o.cmd == app::command::bench || o.cmd == app::command::deconvolve;
+    app::process_ends_after_command = quick_exit;
     const int rc = app::run_command(o, std::cout, std::cerr);
-    if (o.cmd == app::command::convolve || o.cmd == app::command::batch || o.cmd == app::command::bench ||
-        o.cmd == app::command::deconvolve) {
+    if (quick_exit) {
       // Every output is written, synced and renamed by now. Tearing down the CUDA context and
       // its allocations (tens of ms) is left to the operating system, as for any exit. (bench:
       // one run on the H100 ended in an abort after its last line, in static teardown; not
