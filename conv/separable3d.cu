@@ -4,7 +4,7 @@
 // column and slice passes (axis_taps_kernel) read their windows straight from global memory,
 // coalesced across i, the boundary rule looked up only where a window leaves the array; the
 // row pass (row_taps_kernel) stages each row segment's window in shared memory. H100, 128 x
-// 512 x 512 fp32, K = 31 (gpuconv-bench conv3d, ncu): the three passes 219 / 196 / 235 us,
+// 512 x 512 fp32, K = 31 (gpuconv-bench conv3d, ncu): the three passes 216 / 196 / 235 us,
 // each 2.3-2.6x its bytes at the copy rate (docs/benchmarks.md, Volumes).
 //
 // Whole batch when the intermediates fit the memory cap; else bands of output slices per
@@ -133,8 +133,12 @@ __host__ __device__ constexpr int window_slot(int u) { return u + 4 * (u >> 5); 
 // floats of one row's window (a multiple of four)
 __host__ __device__ constexpr int window_floats(int seg, int K) { return (window_slot(seg + K + 32) + 3) / 4 * 4; }
 
+// (at most 48 registers, ten blocks a multiprocessor: H100, K = 15 / 31 / 63, 0.405-0.406 /
+// 0.529-0.534 / 0.900-0.902 ms for the convolution against 0.415-0.416 / 0.539 / 0.914-0.924 at
+// the 64 registers ptxas chose alone, ncu 216 against 225 us; at 40 (twelve blocks) it spills:
+// 0.72 ms at K = 31)
 template <int rows, typename in_t>
-__global__ void __launch_bounds__(row_block)
+__global__ void __launch_bounds__(row_block, 10)
 row_taps_kernel(const in_t* __restrict__ src, float* __restrict__ dst, long long outer, int n_src, int n_dst, int off,
                 boundary b, float outside, const float* __restrict__ taps, int K, int lanes) {
   static_assert(rows == 8, "a chunk's 15 values as four float4s");
