@@ -20,22 +20,16 @@ constexpr std::size_t chunk_bytes = std::size_t(8) << 20;
 // chunks, then DMA: 13-15 ms); downloads through our pinned chunks (27 ms) beat the driver's
 // (32 ms) once the chunks exist, so a batch uses them (set_pinned_download); the one-image
 // command downloads directly (allocating the chunks and releasing them at exit cost more).
-// GPUCONV_STAGING=direct or pinned forces one way both ways, for measurements.
-bool direct_upload() {
-  static const bool direct = [] {
-    const char* e = std::getenv("GPUCONV_STAGING");
-    return !(e && std::string(e) == "pinned");
-  }();
-  return direct;
-}
-// GPUCONV_STAGING for downloads: 1 direct, 0 pinned, -1 not set (the caller's choice)
-int forced_download() {
+// GPUCONV_STAGING=direct or pinned forces one way both ways, for measurements: 1 direct, 0
+// pinned, -1 not set (uploads direct, downloads as set_pinned_download says).
+int forced_staging() {
   static const int forced = [] {
     const char* e = std::getenv("GPUCONV_STAGING");
     return e && std::string(e) == "direct" ? 1 : e && std::string(e) == "pinned" ? 0 : -1;
   }();
   return forced;
 }
+bool direct_upload() { return forced_staging() != 0; }
 
 }  // namespace
 
@@ -141,10 +135,12 @@ gpu_result gpu_convolver::run(const stored_image& in, sample out_type, layout ou
   return {out_h, out_w, (long long)*host_count};
 }
 
+bool gpu_convolver::pinned_download() const { return forced_staging() == -1 ? pinned_download_ : forced_staging() == 0; }
+
 void gpu_convolver::download(void* host, std::size_t bytes) {
   const auto* device = static_cast<const unsigned char*>(output_.data());
   auto* dst = static_cast<unsigned char*>(host);
-  if (forced_download() == 1 || (forced_download() == -1 && !pinned_download_)) {
+  if (!pinned_download()) {
     GPUCONV_CUDA(cudaMemcpyAsync(dst, device, bytes, cudaMemcpyDeviceToHost, stream()));
     GPUCONV_CUDA(cudaStreamSynchronize(stream()));
     return;

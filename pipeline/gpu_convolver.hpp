@@ -71,6 +71,8 @@ class gpu_convolver {
   // Downloads through the pinned staging (default) or straight into the caller's memory (the
   // driver's own staging: no pinned allocation; GPUCONV_STAGING=direct or pinned overrides).
   void set_pinned_download(bool pinned) { pinned_download_ = pinned; }
+  // Whether downloads go through the pinned staging (the setting, or GPUCONV_STAGING's).
+  bool pinned_download() const;
 
   // Creates the CUDA context and stream work queue now (start-up off the critical path).
   static void warm_up();

@@ -155,8 +155,6 @@ int run_convolve(const cli_options& o, std::ostream& err) {
   if (s.device != conv::backend::cpu) {
     ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 0);
     ::setenv("CUDA_FORCE_PRELOAD_LIBRARIES", "0", 0);
-  }
-  if (s.device != conv::backend::cpu)
     init = std::thread([&] {
       const auto t0 = clock_type::now();
       try {
@@ -172,6 +170,7 @@ int run_convolve(const cli_options& o, std::ostream& err) {
       }
       init_seconds = seconds_since(t0);
     });
+  }
   struct joiner {  // joins the start-up thread on every path out of this function
     std::thread& t;
     ~joiner() {
@@ -254,9 +253,7 @@ int run_convolve(const cli_options& o, std::ostream& err) {
         result = c->run_gpu(image, o.timing ? &times : nullptr);
         timer.add("upload", times.upload, "from pageable memory");
         timer.add("convolve", times.convolve, "GPU, narrow samples in and out");
-        const char* staging = std::getenv("GPUCONV_STAGING");  // (a measurement override: gpu_convolver.cpp)
-        const bool pinned = staging ? std::string(staging) == "pinned" : s.pinned_download;
-        timer.add("download", times.download, pinned ? "pinned staging" : "into the result, no pinned staging");
+        timer.add("download", times.download, times.pinned_download ? "pinned staging" : "into the result, no pinned staging");
         timer.mark("(rest)", "host work between the stages");
       } else {
         result = convolve_image(image, *c);

@@ -341,6 +341,7 @@ output_image convolver::run_gpu(const cv::Mat& image, stage_times* times) {
   advise_huge_pages(out.image);
   g.pixels.download(out.image.data, out.image.total() * out.image.elemSize());
   clock.mark(&stage_times::download);
+  if (times) times->pinned_download = g.pixels.pinned_download();
   out.clipped = r.clipped;
   return out;
 }

@@ -137,6 +137,7 @@ class convolver {
   // after each stage when asked for them).
   struct stage_times {
     double upload = 0, decode = 0, convolve = 0, download = 0, encode = 0;
+    bool pinned_download = false;  // run_gpu's download went through pinned staging
   };
   // CUDA backend: a decoded image through the GPU (pipeline::gpu_convolver), stored samples in
   // and out; the same results as to_planes -> run -> from_planes. An image whose buffers would
