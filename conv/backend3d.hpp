@@ -80,6 +80,19 @@ inline int cpu_threads(const problem3d& p) {
   return p.options.threads > 0 ? p.options.threads : (int)std::max(1u, std::thread::hardware_concurrency());
 }
 
+// An elementwise step of Richardson-Lucy (deconvolve.hpp, rl_steps.hpp) folded into the store
+// of a float execution on device buffers, so that the convolution's result is not written and
+// read again: out[i] = rl::ratio(aux[i], sum, epsilon * *max_y) (ratio) or rl::next(aux[i],
+// sum, 1) (update), aux indexed as out and not overlapping it. The same float operations on the
+// same sums as the separate kernels (deconvolve.cu): the results are bit-identical.
+struct store_step {
+  enum class kind { ratio, update };
+  kind what = kind::ratio;
+  const float* aux = nullptr;
+  const float* max_y = nullptr;  // ratio: one float on the device
+  float epsilon = 0;
+};
+
 struct plan3d::impl {
   explicit impl(problem3d p) : prob(std::move(p)) {}
   virtual ~impl() = default;
@@ -89,7 +102,14 @@ struct plan3d::impl {
   virtual void execute_device(const void*, void*, pixel, cudaStream_t) {
     throw std::invalid_argument("conv::plan3d::execute_device needs the CUDA backend");
   }
+  // execute_device on floats with `step` folded into the store; false (nothing done) where the
+  // method cannot fold it (the caller then runs execute_device and the step's own kernel).
+  virtual bool execute_device_step(const float*, float*, const store_step&, cudaStream_t) { return false; }
   problem3d prob;
+};
+
+struct plan3d_access {
+  static plan3d::impl& of(plan3d& p) { return *p.impl_; }
 };
 
 std::unique_ptr<plan3d::impl> make_cpu3d_backend(problem3d p);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../fft/device/buffer.hpp"
+#include "backend3d.hpp"
 #include "cpu_rows.hpp"
 #include "rl_steps.hpp"
 
@@ -58,8 +59,9 @@ struct richardson_lucy::impl {
   deconvolve_options options;
   std::vector<float> psf;
   plan3d blur, correlate;  // u (*) h and r (*corr) h, built once
-  // CUDA backend: b/r and c always, the next estimate with TV; the observed volume and the
-  // estimate for run() on host buffers; max(y) as one float
+  // CUDA backend: b/r and c always (c holds u_{k+1} instead where the update is folded), the
+  // next estimate with TV; the observed volume and the estimate for run() on host buffers;
+  // max(y) as one float
   device_buffer<float> blurred, correction, next, host_observed, host_estimate, max_y;
 
   impl(long long d, long long h, long long w, std::vector<float> unit, int kd, int kh, int kw,
@@ -119,17 +121,30 @@ int richardson_lucy::impl::run_cuda(const float* y, float* u, cudaStream_t strea
   const long long n = voxels();
   rl_device::max_nonnegative(y, n, max_y.data(), stream);
   rl_device::clamp_copy(y, u, n, stream);
-  float* current = u;     // the estimate u_k
-  float* spare = next.data();  // TV: u_{k+1} goes here, then the two swap
+  // The elementwise steps go into the convolutions' last pass where the method can take them
+  // (the separable one: backend3d.hpp's store_step), so that b and c are never stored: the
+  // ratio into the blur's store, and without TV the update into the correlation's (u_{k+1}
+  // then lands in the other buffer, never over the u_k it reads). Else their own kernels.
+  plan3d::impl& blur_impl = plan3d_access::of(blur);
+  plan3d::impl& correlate_impl = plan3d_access::of(correlate);
+  const store_step ratio_step{store_step::kind::ratio, y, max_y.data(), options.epsilon};
+  float* current = u;  // the estimate u_k
+  // u_{k+1}: TV's buffer, or without TV `correction` where the update is folded (then the two swap)
+  float* spare = options.tv_lambda > 0 ? next.data() : correction.data();
   for (int k = 0; k < options.iterations; ++k) {
-    blur.execute_device(current, blurred.data(), stream);
-    rl_device::ratio(y, blurred.data(), n, max_y.data(), options.epsilon, stream);
-    correlate.execute_device(blurred.data(), correction.data(), stream);
+    if (!blur_impl.execute_device_step(current, blurred.data(), ratio_step, stream)) {
+      blur.execute_device(current, blurred.data(), stream);
+      rl_device::ratio(y, blurred.data(), n, max_y.data(), options.epsilon, stream);
+    }
     if (options.tv_lambda > 0) {
+      correlate.execute_device(blurred.data(), correction.data(), stream);
       rl_device::update(current, correction.data(), spare, depth, height, width, options.tv_lambda, max_y.data(),
                         options.epsilon, stream);
       std::swap(current, spare);
+    } else if (correlate_impl.execute_device_step(blurred.data(), spare, {store_step::kind::update, current}, stream)) {
+      std::swap(current, spare);
     } else {
+      correlate.execute_device(blurred.data(), correction.data(), stream);
       rl_device::update(current, correction.data(), current, depth, height, width, 0.f, max_y.data(), options.epsilon,
                         stream);
     }

@@ -70,6 +70,7 @@ class plan3d {
   struct impl;
 
  private:
+  friend struct plan3d_access;  // backend3d.hpp: the library's own callers of impl (deconvolve.cpp)
   void execute_any(const void* in, void* out, int bytes, bool is_float);
   void execute_device_any(const void* in, void* out, int bytes, bool is_float, cudaStream_t stream);
   std::unique_ptr<impl> impl_;

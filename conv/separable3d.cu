@@ -20,7 +20,9 @@
 #include "device_scope.hpp"
 #include "fft/device/buffer.hpp"
 #include "pixel.cuh"
+#include "rl_steps.hpp"
 #include "separable3d.hpp"
+#include "window_tile.cuh"
 
 namespace gpuconv::conv {
 
@@ -78,14 +80,31 @@ __device__ __forceinline__ void window_sums(const in_t* __restrict__ col, idx_t 
   }
 }
 
+// What the last pass stores: the sum (rounded and saturated for narrow voxels), or a
+// store_step's elementwise function of it (backend3d.hpp; float only).
+enum class store_kind { plain, ratio, update };
+struct store_args {
+  const float* aux = nullptr;  // indexed as dst
+  const float* max_y = nullptr;
+  float epsilon = 0;
+};
+
 // dst[o][y][i] = sum_{l < K} taps[l] * src_ext[o][y + off - l][i] for o < outer, y < n_dst,
 // i < inner; src_ext along the axis: border_index(y + off - l, n_src, b), `outside` where it
 // is < 0. Each thread sums `rows` consecutive outputs y0 .. y0 + rows - 1 at one (o, i)
 // (window_sums), the threads of a block on consecutive i (coalesced).
-template <int rows, typename idx_t, typename in_t, typename out_t>
+template <int rows, typename idx_t, typename in_t, typename out_t, store_kind sk = store_kind::plain>
 __global__ void __launch_bounds__(taps_block, 2)  // <= 128 registers: two blocks a multiprocessor
 axis_taps_kernel(const in_t* __restrict__ src, out_t* __restrict__ dst, long long outer, int n_src, int n_dst,
-                 long long inner, int width, int off, boundary b, float outside, const float* __restrict__ taps, int K) {
+                 long long inner, int width, int off, boundary b, float outside, const float* __restrict__ taps, int K,
+                 store_args st) {
+  static_assert(sk == store_kind::plain || std::is_same_v<out_t, float>, "the RL steps store floats");
+  float eps = 0.f;  // as deconvolve.cu's ratio_kernel: epsilon * max(y), one float multiply
+  if constexpr (sk == store_kind::ratio) eps = st.epsilon * __ldg(st.max_y);
+  // a step's operands, copied (cp.async) into the thread's own slots before its sums and read
+  // after them: their loads overlap the sums without holding registers (loaded after the sums,
+  // they cost H100 ~100 us of the slice pass's 235 at 128 x 512 x 512)
+  __shared__ float staged[sk == store_kind::plain ? 1 : rows * taps_block];
   // one flat index over (o, i / width, y0 / rows, i % width), width = `width` columns (a block's
   // worth where inner allows): the blocks of one column range follow each other down the axis,
   // so that the rows their windows share are read while they are still in L2
@@ -107,11 +126,28 @@ axis_taps_kernel(const in_t* __restrict__ src, out_t* __restrict__ dst, long lon
       const in_t* s = src + o * n_src * inner;
       out_t* d = dst + o * (long long)n_dst * inner;
       const long long y0 = yb * rows, top = y0 + off;  // output y0 + r reads rows top + r - l
+      if constexpr (sk != store_kind::plain) {
+        const float* a = st.aux + o * (long long)n_dst * inner;
+#pragma unroll
+        for (int r = 0; r < rows; ++r)
+          if (y0 + r < n_dst) copy_pixel(&staged[r * taps_block + threadIdx.x], a + (y0 + r) * inner + i);
+      }
       float acc[rows];
 #pragma unroll
       for (int r = 0; r < rows; ++r) acc[r] = 0.f;
       const bool edge = !(top - (K - 1) >= 0 && top + rows - 1 < n_src);
       window_sums<rows, idx_t>(s + i, idx_t(inner), top, K, n_src, b, outside, edge, taps, acc);
+      if constexpr (sk != store_kind::plain) {
+        wait_copies();  // this thread's own copies: no barrier
+#pragma unroll
+        for (int r = 0; r < rows; ++r) {
+          const float v = staged[r * taps_block + threadIdx.x];  // rows past n_dst: not stored below
+          if constexpr (sk == store_kind::ratio)
+            acc[r] = rl::ratio(v, acc[r], eps);
+          else
+            acc[r] = rl::next(v, acc[r], 1.f);
+        }
+      }
 #pragma unroll
       for (int r = 0; r < rows; ++r)
         if (y0 + r < n_dst) d[(y0 + r) * inner + i] = store_pixel<out_t>(acc[r]);
@@ -232,12 +268,13 @@ constexpr int taps_rows_per_thread = 8;   // the row pass
 constexpr int axis_rows_per_thread = 16;  // the column and slice passes
 constexpr int taps_padding = 16;          // the taps table's chunks: a multiple of both
 
-// taps: the axis's taps in the padded table (zeros up to a whole chunk).
-template <typename in_t, typename out_t>
+// taps: the axis's taps in the padded table (zeros up to a whole chunk). sk, st: the store
+// (a step only on axis_taps_kernel, whatever inner is).
+template <store_kind sk = store_kind::plain, typename in_t, typename out_t>
 void axis_taps(const in_t* src, out_t* dst, long long outer, int n_src, int n_dst, long long inner, int off, boundary b,
-               float outside, const float* taps, int K, cudaStream_t stream) {
+               float outside, const float* taps, int K, cudaStream_t stream, store_args st = {}) {
   constexpr int rows = taps_rows_per_thread;
-  if constexpr (std::is_same_v<out_t, float>) {
+  if constexpr (std::is_same_v<out_t, float> && sk == store_kind::plain) {
     // rows: staged in shared memory (its window up to 48 KB: K up to ~10000)
     const int lanes = n_dst > 64 * rows ? 128 : n_dst > 32 * rows ? 64 : 32, per = row_block / lanes;
     const std::size_t smem = std::size_t(per) * window_floats(lanes * rows, K) * sizeof(float);
@@ -256,11 +293,11 @@ void axis_taps(const in_t* src, out_t* dst, long long outer, int n_src, int n_ds
   const long long count = outer * ((inner + width - 1) / width) * ((n_dst + axis_rows - 1) / axis_rows) * width;
   const unsigned x = (unsigned)std::clamp<long long>((count + taps_block - 1) / taps_block, 1, 1 << 22);
   if ((long long)n_src * inner <= 0x7fffffffLL)  // a column's offsets in 32 bits
-    axis_taps_kernel<axis_rows, int, in_t, out_t><<<x, taps_block, 0, stream>>>(src, dst, outer, n_src, n_dst, inner, width,
-                                                                            off, b, outside, taps, K);
+    axis_taps_kernel<axis_rows, int, in_t, out_t, sk><<<x, taps_block, 0, stream>>>(src, dst, outer, n_src, n_dst, inner,
+                                                                                width, off, b, outside, taps, K, st);
   else
-    axis_taps_kernel<axis_rows, long long, in_t, out_t><<<x, taps_block, 0, stream>>>(src, dst, outer, n_src, n_dst, inner,
-                                                                                  width, off, b, outside, taps, K);
+    axis_taps_kernel<axis_rows, long long, in_t, out_t, sk><<<x, taps_block, 0, stream>>>(
+        src, dst, outer, n_src, n_dst, inner, width, off, b, outside, taps, K, st);
   check_launch("axis_taps_kernel");
 }
 
@@ -303,6 +340,15 @@ class cuda3d_separable final : public plan3d::impl {
     run_bands(static_cast<const char*>(in), static_cast<char*>(out), px, false, stream);
   }
 
+  bool execute_device_step(const float* in, float* out, const store_step& step, cudaStream_t stream) override {
+    device_scope on(device_);
+    if (whole_bytes(pixel::f32, false) <= cap_)
+      passes(in, out, prob.depth, prob.volumes, false, pixel::f32, stream, &step);
+    else
+      run_bands(reinterpret_cast<const char*>(in), reinterpret_cast<char*>(out), pixel::f32, false, stream, &step);
+    return true;
+  }
+
   void execute(const void* in, void* out, pixel px) override {
     device_scope on(device_);
     const std::size_t bytes = pixel_bytes(px);
@@ -342,8 +388,10 @@ class cuda3d_separable final : public plan3d::impl {
     return slab * (in_slice(px) + t1_slice() + t2_slice()) + (host ? std::size_t(band) * out_slice(px) : 0);
   }
 
+  // step: folded into the slice pass's store (float only; its aux indexed as out).
   template <typename T>
-  void passes(const T* in, T* out, long long slices, int volumes, bool slab, pixel px, cudaStream_t stream) {
+  void passes(const T* in, T* out, long long slices, int volumes, bool slab, pixel px, cudaStream_t stream,
+              const store_step* step = nullptr) {
     const problem3d& p = prob;
     const geometry3d& g = p.geo;
     const boundary b = p.options.semantics.border;
@@ -356,12 +404,24 @@ class cuda3d_separable final : public plan3d::impl {
               stream);
     axis_taps(t1, t2, volumes * slices, (int)p.height, (int)g.out_h, g.out_w, g.oy, b, o.columns, column_taps(), p.kh,
               stream);
-    if (slab)  // the slab holds every slice the band reads: output slice z reads slab slices z .. z + kd - 1
-      axis_taps(t2, out, volumes, (int)slices, (int)(slices - (p.kd - 1)), g.out_h * g.out_w, p.kd - 1, b, o.slices,
-                depth_taps(), p.kd, stream);
-    else
-      axis_taps(t2, out, volumes, (int)p.depth, (int)g.out_d, g.out_h * g.out_w, g.oz, b, o.slices, depth_taps(), p.kd,
-                stream);
+    // the slab holds every slice the band reads: output slice z reads slab slices z .. z + kd - 1
+    const int n_src = slab ? (int)slices : (int)p.depth, n_dst = slab ? (int)(slices - (p.kd - 1)) : (int)g.out_d;
+    const int off = slab ? p.kd - 1 : (int)g.oz;
+    auto slice_pass = [&](auto kind, store_args st) {
+      axis_taps<decltype(kind)::value>(t2, out, volumes, n_src, n_dst, g.out_h * g.out_w, off, b, o.slices, depth_taps(),
+                                       p.kd, stream, st);
+    };
+    if constexpr (std::is_same_v<T, float>) {
+      if (step != nullptr) {
+        const store_args st{step->aux, step->max_y, step->epsilon};
+        if (step->what == store_step::kind::ratio)
+          slice_pass(std::integral_constant<store_kind, store_kind::ratio>{}, st);
+        else
+          slice_pass(std::integral_constant<store_kind, store_kind::update>{}, st);
+        return;
+      }
+    }
+    slice_pass(std::integral_constant<store_kind, store_kind::plain>{}, store_args{});
   }
 
   void run_whole(const void* in, void* out, pixel px, cudaStream_t stream) {
@@ -373,7 +433,8 @@ class cuda3d_separable final : public plan3d::impl {
 
   // Per volume, bands of output slices, each from its slab of extended input slices: copied
   // from `in` (host: uploaded; device: on the device) or filled with the outside value.
-  void run_bands(const char* in, char* out, pixel px, bool host, cudaStream_t stream) {
+  // step (device buffers, floats): folded into each band's slice pass, its aux offset as the band's output.
+  void run_bands(const char* in, char* out, pixel px, bool host, cudaStream_t stream, const store_step* step = nullptr) {
     const long long out_d = prob.geo.out_d;
     long long band = 1;
     while (band < out_d && band_bytes(std::min(out_d, band * 2), px, host) <= cap_) band *= 2;
@@ -402,8 +463,13 @@ class cuda3d_separable final : public plan3d::impl {
             }
           }
           char* dst = host ? d_out_.data() : out + (std::size_t(vol) * out_d + z0) * out_s;
+          store_step band_step;
+          if (step != nullptr) {
+            band_step = *step;
+            band_step.aux += (std::size_t(vol) * out_d + z0) * std::size_t(prob.geo.out_h * prob.geo.out_w);
+          }
           passes(reinterpret_cast<const T*>(d_in_.data()), reinterpret_cast<T*>(dst), (long long)b.slices.size(), 1, true,
-                 px, stream);
+                 px, stream, step != nullptr ? &band_step : nullptr);
           if (host)
             GPUCONV_CUDA(cudaMemcpyAsync(out + (std::size_t(vol) * out_d + z0) * out_s, d_out_.data(),
                                          std::size_t(z1 - z0) * out_s, cudaMemcpyDeviceToHost, stream));

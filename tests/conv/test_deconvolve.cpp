@@ -9,11 +9,14 @@
 #include <array>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
+#include "conv/backend3d.hpp"
 #include "conv/deconvolve.hpp"
 #include "conv/semantics.hpp"
+#include "fft/device/buffer.hpp"
 #include "fft/device/cuda_check.hpp"
 
 using namespace gpuconv;
@@ -150,13 +153,14 @@ double relative_l2(const std::vector<float>& a, const std::vector<double>& b) {
   return std::sqrt(num / den);
 }
 
-void check_against_reference(backend device, float lambda) {
+void check_against_reference(backend device, float lambda, std::size_t memory_limit = 0) {
   const beads_case bc;
   constexpr int iterations = 20;
   deconvolve_options o;
   o.iterations = iterations;
   o.tv_lambda = lambda;
   o.device = device;
+  o.memory_limit = memory_limit;
   richardson_lucy rl(bc.s.d, bc.s.h, bc.s.w, bc.psf_f.data(), bc.ks.d, bc.ks.h, bc.ks.w, o);
   REQUIRE(rl.selected_backend() == device);
   std::vector<float> ours(bc.s.voxels());
@@ -194,8 +198,99 @@ TEST_CASE("richardson_lucy: CPU backend equals the double reference; beads sharp
 
 TEST_CASE("richardson_lucy: CUDA backend equals the double reference", "[conv][deconvolve][gpu]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
+  // the PSF is rank-1: the separable method, with the ratio (and without TV the update) folded
+  // into its last pass; 150 KB per plan: bands of two output slices (the folded steps' operands
+  // offset per band)
   SECTION("plain RL") { check_against_reference(backend::cuda, 0.f); }
   SECTION("RL-TV") { check_against_reference(backend::cuda, 0.004f); }
+  SECTION("plain RL in bands") { check_against_reference(backend::cuda, 0.f, 150 * 1024); }
+  SECTION("RL-TV in bands") { check_against_reference(backend::cuda, 0.004f, 150 * 1024); }
+}
+
+TEST_CASE("richardson_lucy: CUDA backend with a PSF that is not rank-1 (FFT tiles, the steps' own kernels)",
+          "[conv][deconvolve][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  const beads_case bc;
+  std::vector<double> psf = bc.psf;
+  double sum = 0;
+  for (std::size_t i = 0; i < psf.size(); ++i) sum += psf[i] *= 1 + 0.3 * double(i % 7) / 7;  // not a product
+  std::vector<float> psf_f;
+  for (double& v : psf) psf_f.push_back(float(v /= sum));
+  for (float lambda : {0.f, 0.004f}) {
+    deconvolve_options o;
+    o.iterations = 8;
+    o.tv_lambda = lambda;
+    o.device = backend::cuda;
+    richardson_lucy rl(bc.s.d, bc.s.h, bc.s.w, psf_f.data(), bc.ks.d, bc.ks.h, bc.ks.w, o);
+    std::vector<float> ours(bc.s.voxels());
+    REQUIRE(rl.run(bc.observed.data(), ours.data()) == o.iterations);
+    const double err = relative_l2(ours, reference_rl(bc.observed, bc.s, psf, bc.ks, o.iterations, lambda, o.epsilon,
+                                                      boundary::reflect));
+    CAPTURE(lambda, err);
+    CHECK(err < 1e-5);
+    for (float v : ours) REQUIRE(v >= 0);
+  }
+}
+
+TEST_CASE("plan3d: RL steps folded into the separable method's store equal the steps' own kernels bit for bit",
+          "[conv][deconvolve][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  const beads_case bc;
+  const std::size_t n = bc.s.voxels();
+  // u: the observed stack; y: another stack with zeros and negatives (the guard's branches)
+  std::vector<float> y(n);
+  for (std::size_t i = 0; i < n; ++i) y[i] = i % 11 == 0 ? 0.f : i % 13 == 0 ? -3.f : bc.observed[(i * 7) % n] + 1;
+  device_buffer<float> d_u(n), d_y(n), d_b(n), d_folded(n), d_max(1);
+  REQUIRE(cudaMemcpy(d_u.data(), bc.observed.data(), n * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+  REQUIRE(cudaMemcpy(d_y.data(), y.data(), n * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+  rl_device::max_nonnegative(d_y.data(), (long long)n, d_max.data(), nullptr);
+  // eps = 1e-6 * max(y) keeps every sum here above it; 0.02 of max(y) sends the border sums of
+  // the zero boundary below it (the guard's zero)
+  for (float epsilon : {1e-6f, 0.02f})
+    for (boundary b : {boundary::reflect, boundary::zero})
+      for (std::size_t cap : {std::size_t(0), std::size_t(150 * 1024)}) {
+        CAPTURE(epsilon, int(b), cap);
+        plan_options po;
+        po.device = backend::cuda;
+        po.semantics.border = b;
+        po.memory_limit = cap;
+        plan3d p(bc.s.d, bc.s.h, bc.s.w, 1, bc.psf_f.data(), bc.ks.d, bc.ks.h, bc.ks.w, po);
+        REQUIRE(p.method() == cpu_method::separable);
+        auto& impl = plan3d_access::of(p);
+        std::vector<float> separate(n), folded(n);
+        // ratio: the convolution, then ratio_kernel on it; and folded
+        p.execute_device(d_u.data(), d_b.data());
+        rl_device::ratio(d_y.data(), d_b.data(), (long long)n, d_max.data(), epsilon, nullptr);
+        REQUIRE(impl.execute_device_step(d_u.data(), d_folded.data(),
+                                         {store_step::kind::ratio, d_y.data(), d_max.data(), epsilon}, nullptr));
+        REQUIRE(cudaMemcpy(separate.data(), d_b.data(), n * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+        REQUIRE(cudaMemcpy(folded.data(), d_folded.data(), n * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+        std::size_t zeros = 0, differ = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          zeros += separate[i] == 0;
+          differ += std::memcmp(&separate[i], &folded[i], 4) != 0;
+        }
+        CHECK(differ == 0);
+        CHECK(zeros > 0);  // y's zeros at least
+        // update: u_next = max(y * c, 0) (y as the estimate: its negatives give the clamp)
+        p.execute_device(d_u.data(), d_b.data());
+        rl_device::update(d_y.data(), d_b.data(), d_b.data(), bc.s.d, bc.s.h, bc.s.w, 0.f, d_max.data(), epsilon,
+                          nullptr);
+        REQUIRE(impl.execute_device_step(d_u.data(), d_folded.data(), {store_step::kind::update, d_y.data()}, nullptr));
+        REQUIRE(cudaMemcpy(separate.data(), d_b.data(), n * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+        REQUIRE(cudaMemcpy(folded.data(), d_folded.data(), n * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+        differ = 0;
+        for (std::size_t i = 0; i < n; ++i) differ += std::memcmp(&separate[i], &folded[i], 4) != 0;
+        CHECK(differ == 0);
+      }
+  // the FFT tiles do not fold: false, nothing written
+  plan_options po;
+  po.device = backend::cuda;
+  po.tile = 16;
+  plan3d tiles(bc.s.d, bc.s.h, bc.s.w, 1, bc.psf_f.data(), bc.ks.d, bc.ks.h, bc.ks.w, po);
+  REQUIRE(tiles.method() != cpu_method::separable);
+  CHECK_FALSE(plan3d_access::of(tiles).execute_device_step(d_u.data(), d_folded.data(),
+                                                           {store_step::kind::update, d_y.data()}, nullptr));
 }
 
 TEST_CASE("richardson_lucy: bad options and PSFs are refused; a stop request ends the run", "[conv][deconvolve]") {
