@@ -3,9 +3,13 @@
 // a thread per 16 (rows: 8) outputs along the axis, the taps as many at a time: the
 // column and slice passes (axis_taps_kernel) read their windows straight from global memory,
 // coalesced across i, the boundary rule looked up only where a window leaves the array; the
-// row pass (row_taps_kernel) stages each row segment's window in shared memory. H100, 128 x
-// 512 x 512 fp32, K = 31 (gpuconv-bench conv3d, ncu): the three passes 216 / 196 / 235 us,
-// each 2.3-2.6x its bytes at the copy rate (docs/benchmarks.md, Volumes).
+// row pass (row_taps_kernel) stages each row segment's window in shared memory. Both carry a
+// chunk's window values into the next chunk in registers and keep index arithmetic in 32 bits
+// where they can: their limit is the instruction issue rate, not the bytes. H100, 128 x 512 x
+// 512 fp32, K = 31 (ncu at its locked clocks): rows 168 us (114 M warp instructions), columns
+// 154 (71 M), against 216 / 196 (156 M / 106 M) before (docs/benchmarks.md, Volumes, session 20).
+// The last pass can take one of Richardson-Lucy's elementwise steps into its store
+// (backend3d.hpp's store_step).
 //
 // Whole batch when the intermediates fit the memory cap; else bands of output slices per
 // volume, each from a slab of extended input slices (make_band) uploaded from the host or
@@ -42,41 +46,62 @@ __device__ __forceinline__ void chunk_taps(const float* __restrict__ taps, float
   }
 }
 
+// Values x[0 .. count) of a chunk's window from rows first .. first + count - 1 of a column
+// (col[row * inner]); the first `skip` of them are 0 (rows below the window serve only zero taps
+// and are not read: no value outside the window reaches a sum, and no row before the array is
+// touched). Not edge: every row read is inside the column, through a pointer stepped by `inner`
+// (two integer instructions an address). edge: each row through the boundary rule.
+template <int count, typename idx_t, typename in_t>
+__device__ __forceinline__ void load_rows(float* x, const in_t* __restrict__ col, idx_t inner, long long first, int skip,
+                                          int n_src, boundary b, float outside, bool edge) {
+  if (!edge) {
+    const in_t* a = col + idx_t(first) * inner;
+    if (skip <= 0) {
+#pragma unroll
+      for (int q = 0; q < count; ++q, a += inner) x[q] = float(*a);
+    } else {
+#pragma unroll
+      for (int q = 0; q < count; ++q, a += inner) x[q] = q >= skip ? float(*a) : 0.f;
+    }
+  } else {
+#pragma unroll
+    for (int q = 0; q < count; ++q) {
+      const int r = border_index(first + q, n_src, b);
+      x[q] = q < skip ? 0.f : r < 0 ? outside : float(col[idx_t(r) * inner]);
+    }
+  }
+}
+
 // The sums of `rows` outputs whose first reads row `top` of a column (col[row * inner]): the taps
-// `rows` at a time, each chunk loading its 2 rows - 1 source values and its taps once for rows x
-// rows multiply-adds (0.12 / 0.23 loads a multiply-add at 16 / 8 rows, instead of 2). x[q] is
-// row top - l0 - (rows - 1) + q; output r takes x[r - j + rows - 1] with tap l0 + j (zero past
-// K). Rows below top - (K - 1) serve only those zero taps and are read as 0, so that no value
-// outside the window reaches a sum. edge: the window leaves the column, and each row goes through the boundary
-// rule (the same sums, in the same order). idx_t: int where a column's offsets fit in 32 bits.
+// `rows` at a time, each chunk's rows x rows multiply-adds over its 2 rows - 1 source values
+// x[q] = row top - l0 - (rows - 1) + q (output r takes x[r - j + rows - 1] with tap l0 + j, zero
+// past K). The next chunk's window is `rows` rows lower: its top rows - 1 values are this one's
+// first ones (moved in registers), so a chunk after the first loads `rows` values (K = 31, 16
+// rows: 47 loads instead of 62). Rows below top - (K - 1) are read as 0 (load_rows). edge: the
+// window leaves the column, and each row goes through the boundary rule (the same sums, in the
+// same order). idx_t: int where a column's offsets fit in 32 bits.
 template <int rows, typename idx_t, typename in_t>
 __device__ __forceinline__ void window_sums(const in_t* __restrict__ col, idx_t inner, long long top, int K, int n_src,
                                             boundary b, float outside, bool edge, const float* __restrict__ taps,
                                             float (&acc)[rows]) {
-  for (int l0 = 0; l0 < K; l0 += rows) {
-    float x[2 * rows - 1], t[rows];
+  constexpr int span = 2 * rows - 1;
+  float x[span];
+  long long first = top - (rows - 1);
+  // the chunk at l0 has top - (K - 1) - first = l0 + rows - K values below the window
+  load_rows<span, idx_t>(x, col, inner, first, rows - K, n_src, b, outside, edge);
+  for (int l0 = 0;;) {
+    float t[rows];
     chunk_taps<rows>(taps + l0, t);
-    const long long first = top - l0 - (rows - 1), skip = top - (K - 1) - first;
-    if (!edge) {
-      const in_t* a = col + idx_t(first) * inner;
-      if (skip <= 0) {
-#pragma unroll
-        for (int q = 0; q < 2 * rows - 1; ++q) x[q] = float(a[idx_t(q) * inner]);
-      } else {
-#pragma unroll
-        for (int q = 0; q < 2 * rows - 1; ++q) x[q] = q >= skip ? float(a[idx_t(q) * inner]) : 0.f;
-      }
-    } else {
-#pragma unroll
-      for (int q = 0; q < 2 * rows - 1; ++q) {
-        const int r = border_index(first + q, n_src, b);
-        x[q] = q < skip ? 0.f : r < 0 ? outside : float(col[idx_t(r) * inner]);
-      }
-    }
 #pragma unroll
     for (int j = 0; j < rows; ++j)
 #pragma unroll
       for (int r = 0; r < rows; ++r) acc[r] += t[j] * x[r - j + rows - 1];
+    l0 += rows;
+    if (l0 >= K) break;
+#pragma unroll
+    for (int q = span - 1; q >= rows; --q) x[q] = x[q - rows];
+    first -= rows;
+    load_rows<rows, idx_t>(x, col, inner, first, l0 + rows - K, n_src, b, outside, edge);
   }
 }
 
@@ -89,6 +114,16 @@ struct store_args {
   float epsilon = 0;
 };
 
+// The flat index of axis_taps_kernel (o, i / width, y0 / rows, i % width): its sizes, from the
+// host (64-bit divisions cost a warp of 512 outputs ~5% of its instructions).
+struct axis_walk {
+  long long per_range, per_outer, count;  // blocks * width, ranges * per_range, outer * per_outer
+  static axis_walk of(long long outer, int n_dst, long long inner, int width, int rows) {
+    const long long blocks = (n_dst + rows - 1) / rows, ranges = (inner + width - 1) / width;
+    return {blocks * width, ranges * blocks * width, outer * ranges * blocks * width};
+  }
+};
+
 // dst[o][y][i] = sum_{l < K} taps[l] * src_ext[o][y + off - l][i] for o < outer, y < n_dst,
 // i < inner; src_ext along the axis: border_index(y + off - l, n_src, b), `outside` where it
 // is < 0. Each thread sums `rows` consecutive outputs y0 .. y0 + rows - 1 at one (o, i)
@@ -96,8 +131,8 @@ struct store_args {
 template <int rows, typename idx_t, typename in_t, typename out_t, store_kind sk = store_kind::plain>
 __global__ void __launch_bounds__(taps_block, 2)  // <= 128 registers: two blocks a multiprocessor
 axis_taps_kernel(const in_t* __restrict__ src, out_t* __restrict__ dst, long long outer, int n_src, int n_dst,
-                 long long inner, int width, int off, boundary b, float outside, const float* __restrict__ taps, int K,
-                 store_args st) {
+                 long long inner, int width, axis_walk walk, int off, boundary b, float outside,
+                 const float* __restrict__ taps, int K, store_args st) {
   static_assert(sk == store_kind::plain || std::is_same_v<out_t, float>, "the RL steps store floats");
   float eps = 0.f;  // as deconvolve.cu's ratio_kernel: epsilon * max(y), one float multiply
   if constexpr (sk == store_kind::ratio) eps = st.epsilon * __ldg(st.max_y);
@@ -108,8 +143,7 @@ axis_taps_kernel(const in_t* __restrict__ src, out_t* __restrict__ dst, long lon
   // one flat index over (o, i / width, y0 / rows, i % width), width = `width` columns (a block's
   // worth where inner allows): the blocks of one column range follow each other down the axis,
   // so that the rows their windows share are read while they are still in L2
-  const long long blocks = (n_dst + rows - 1) / rows, ranges = (inner + width - 1) / width,
-                  per_range = blocks * width, per_outer = ranges * per_range, count = outer * per_outer;
+  const long long per_range = walk.per_range, per_outer = walk.per_outer, count = walk.count;
   const bool narrow = count <= 0xffffffffLL;  // 32-bit divisions
   for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < count; e += (long long)gridDim.x * blockDim.x) {
     long long o, ic, yb, i;
@@ -127,10 +161,10 @@ axis_taps_kernel(const in_t* __restrict__ src, out_t* __restrict__ dst, long lon
       out_t* d = dst + o * (long long)n_dst * inner;
       const long long y0 = yb * rows, top = y0 + off;  // output y0 + r reads rows top + r - l
       if constexpr (sk != store_kind::plain) {
-        const float* a = st.aux + o * (long long)n_dst * inner;
+        const float* a = st.aux + (o * (long long)n_dst + y0) * inner + i;
 #pragma unroll
-        for (int r = 0; r < rows; ++r)
-          if (y0 + r < n_dst) copy_pixel(&staged[r * taps_block + threadIdx.x], a + (y0 + r) * inner + i);
+        for (int r = 0; r < rows; ++r, a += inner)
+          if (y0 + r < n_dst) copy_pixel(&staged[r * taps_block + threadIdx.x], a);
       }
       float acc[rows];
 #pragma unroll
@@ -148,9 +182,10 @@ axis_taps_kernel(const in_t* __restrict__ src, out_t* __restrict__ dst, long lon
             acc[r] = rl::next(v, acc[r], 1.f);
         }
       }
+      out_t* q = d + y0 * inner + i;
 #pragma unroll
-      for (int r = 0; r < rows; ++r)
-        if (y0 + r < n_dst) d[(y0 + r) * inner + i] = store_pixel<out_t>(acc[r]);
+      for (int r = 0; r < rows; ++r, q += inner)
+        if (y0 + r < n_dst) *q = store_pixel<out_t>(acc[r]);
     }
   }
 }
@@ -169,14 +204,21 @@ __host__ __device__ constexpr int window_slot(int u) { return u + 4 * (u >> 5); 
 // floats of one row's window (a multiple of four)
 __host__ __device__ constexpr int window_floats(int seg, int K) { return (window_slot(seg + K + 32) + 3) / 4 * 4; }
 
-// (at most 48 registers, ten blocks a multiprocessor: H100, K = 15 / 31 / 63, 0.405-0.406 /
-// 0.529-0.534 / 0.900-0.902 ms for the convolution against 0.415-0.416 / 0.539 / 0.914-0.924 at
-// the 64 registers ptxas chose alone, ncu 216 against 225 us; at 40 (twelve blocks) it spills:
-// 0.72 ms at K = 31)
+// A window value outside the source row: the boundary rule's column, or `outside`.
+template <typename in_t>
+__device__ __noinline__ float halo_value(const in_t* __restrict__ s, int c, int n_src, boundary b, float outside) {
+  const int r = border_index(c, n_src, b);
+  return r < 0 ? outside : float(s[r]);
+}
+
+// Instructions: 32-bit index arithmetic (a row's offset in 64 bits once per group), the
+// boundary rule only for window values outside the row (halo_value), and each chunk after the
+// first reading the 8 values it does not share with the chunk before (its top 7 are that one's
+// first 7, moved in registers). (At most 48 registers, ten blocks a multiprocessor.)
 template <int rows, typename in_t>
 __global__ void __launch_bounds__(row_block, 10)
-row_taps_kernel(const in_t* __restrict__ src, float* __restrict__ dst, long long outer, int n_src, int n_dst, int off,
-                boundary b, float outside, const float* __restrict__ taps, int K, int lanes) {
+row_taps_kernel(const in_t* __restrict__ src, float* __restrict__ dst, long long outer, long long groups, int n_src,
+                int n_dst, int off, boundary b, float outside, const float* __restrict__ taps, int K, int lanes) {
   static_assert(rows == 8, "a chunk's 15 values as four float4s");
   extern __shared__ float4 window4[];
   const int per = row_block / lanes, seg = lanes * rows;
@@ -185,37 +227,45 @@ row_taps_kernel(const in_t* __restrict__ src, float* __restrict__ dst, long long
   // chunk l0 of the thread at base reads values first = base + K - 1 - l0 - (rows - 1) ..: lead
   // puts first + lead on a multiple of 4 (base and l0 are multiples of 8) and above 0
   const int lead = 8 + ((4 - ((K - rows) & 3)) & 3);
-  const long long nseg = (n_dst + seg - 1) / seg, groups = (outer + per - 1) / per * nseg;
+  const int nseg = (n_dst + seg - 1) / seg;  // groups = ceil(outer / per) * nseg, from the host
+  const bool narrow = groups <= 0xffffffffLL;  // 32-bit divisions
   for (long long g = blockIdx.x; g < groups; g += gridDim.x) {
-    const long long o = (g / nseg) * per + sub;
-    const int x0 = int(g % nseg) * seg;
+    long long o;
+    int x0;
+    if (narrow) {
+      const unsigned ug = unsigned(g), q = ug / unsigned(nseg);
+      o = (long long)q * per + sub;
+      x0 = int(ug - q * unsigned(nseg)) * seg;
+    } else {
+      o = (g / nseg) * per + sub;
+      x0 = int(g % nseg) * seg;
+    }
     const bool live = o < outer;
     const in_t* s = src + (live ? o : 0) * n_src;
     const int span = min(seg, n_dst - x0) + K - 1;
     __syncthreads();  // the last segment's reads are done
-    const long long from = (long long)x0 + off - (K - 1);  // the window's first source column
+    const int from = x0 + off - (K - 1);  // the window's first source column
     if (live) {
-      // a thread's values `batch` at a time, all loaded before any is stored: its loads in
-      // flight together rather than one global round trip per value (rows + (K - 1) / lanes
-      // values a thread: 9 at K = 31 on 512-wide rows)
-      constexpr int batch = 8;
-      const bool inside = from >= 0 && from + span <= n_src;
-      for (int v0 = lane; v0 < span; v0 += batch * lanes) {
+      // the values inside the row [lo, hi), a thread's `batch` at a time, all loaded before any
+      // is stored: its loads in flight together rather than one global round trip per value
+      // (rows + (K - 1) / lanes values a thread: 9 at K = 31 on 512-wide rows, one batch up to
+      // K = lanes + 1); then the few outside it through the boundary rule
+      constexpr int batch = rows + 1;
+      const int lo = max(0, -from), hi = min(span, n_src - from);
+      const in_t* row = s + from;
+      for (int v0 = lo + lane; v0 < hi; v0 += batch * lanes) {
         float val[batch];
+        const in_t* p = row + v0;
 #pragma unroll
-        for (int q = 0; q < batch; ++q) {
-          const int v = v0 + q * lanes;
-          if (v < span) {
-            const long long c = inside ? from + v : border_index(from + v, n_src, b);
-            val[q] = c < 0 ? outside : float(s[c]);
-          }
-        }
+        for (int q = 0; q < batch; ++q, p += lanes)
+          if (v0 + q * lanes < hi) val[q] = float(*p);
 #pragma unroll
-        for (int q = 0; q < batch; ++q) {
-          const int v = v0 + q * lanes;
-          if (v < span) w[window_slot(v + lead)] = val[q];
-        }
+        for (int q = 0; q < batch; ++q)
+          if (v0 + q * lanes < hi) w[window_slot(v0 + q * lanes + lead)] = val[q];
       }
+      for (int v = lane; v < lo; v += lanes) w[window_slot(v + lead)] = halo_value(s, from + v, n_src, b, outside);
+      for (int v = max(lo, hi) + lane; v < span; v += lanes)
+        w[window_slot(v + lead)] = halo_value(s, from + v, n_src, b, outside);
     }
     __syncthreads();
     const int base = lane * rows;  // output x0 + base + r reads value base + r - l + K - 1
@@ -223,24 +273,39 @@ row_taps_kernel(const in_t* __restrict__ src, float* __restrict__ dst, long long
     float acc[rows];
 #pragma unroll
     for (int r = 0; r < rows; ++r) acc[r] = 0.f;
-    for (int l0 = 0; l0 < K; l0 += rows) {
-      float x[2 * rows], t[rows];
+    int first = base + K - 1 - (rows - 1);  // x[q]: value first + q
+    float x[2 * rows];
+#pragma unroll
+    for (int h = 0; h < rows / 2; ++h) {
+      const float4 v = *reinterpret_cast<const float4*>(w + window_slot(first + lead + 4 * h));
+      x[4 * h] = v.x, x[4 * h + 1] = v.y, x[4 * h + 2] = v.z, x[4 * h + 3] = v.w;
+    }
+    auto chunk = [&](int l0) {
+      float t[rows];
       chunk_taps<rows>(taps + l0, t);
-      const int first = base + K - 1 - l0 - (rows - 1), u = first + lead;  // x[q]: value first + q
-#pragma unroll
-      for (int h = 0; h < rows / 2; ++h) {
-        const float4 v = *reinterpret_cast<const float4*>(w + window_slot(u + 4 * h));
-        x[4 * h] = v.x, x[4 * h + 1] = v.y, x[4 * h + 2] = v.z, x[4 * h + 3] = v.w;
-      }
-      if (first < base) {  // the last chunk: values below base serve only zero taps (and may be stale)
-#pragma unroll
-        for (int q = 0; q < 2 * rows - 1; ++q) x[q] = first + q >= base ? x[q] : 0.f;
-      }
 #pragma unroll
       for (int j = 0; j < rows; ++j)
 #pragma unroll
         for (int r = 0; r < rows; ++r) acc[r] += t[j] * x[r - j + rows - 1];
+    };
+    int l0 = 0;
+    for (; l0 + rows < K; l0 += rows) {  // chunks with another after them
+      chunk(l0);
+      // the next chunk's values are `rows` lower: its top rows - 1 are this chunk's first ones
+#pragma unroll
+      for (int q = 2 * rows - 2; q >= rows; --q) x[q] = x[q - rows];
+      first -= rows;
+#pragma unroll
+      for (int h = 0; h < rows / 4; ++h) {
+        const float4 v = *reinterpret_cast<const float4*>(w + window_slot(first + lead + 4 * h));
+        x[4 * h] = v.x, x[4 * h + 1] = v.y, x[4 * h + 2] = v.z, x[4 * h + 3] = v.w;
+      }
     }
+    if (l0 + rows > K) {  // first < base: values below base serve only zero taps (and may be stale)
+#pragma unroll
+      for (int q = 0; q < rows; ++q) x[q] = first + q >= base ? x[q] : 0.f;
+    }
+    chunk(l0);
     float* d = dst + o * n_dst + x0 + base;
     if (x0 + base + rows <= n_dst && (reinterpret_cast<std::uintptr_t>(d) & 15) == 0) {
 #pragma unroll
@@ -260,10 +325,11 @@ __global__ void fill_kernel(T* __restrict__ p, long long n, T v) {
     p[e] = v;
 }
 
-// Outputs a thread along the axis. H100, 128 x 512 x 512, K = 31 (ncu): the column and slice
-// passes 241 / 285 us at 8 a thread (15 loads per 64 multiply-adds, <= 80 registers), 196 / 235
-// at 16 (31 per 256, ~125); the row pass 258 us at 8, 341 at 16 with its window loaded one value
-// at a time, 219 at 8 and 231 at 16 with the loads batched.
+// Outputs a thread along the axis. H100, 128 x 512 x 512, K = 31 (ncu, before session 20's
+// register carry): the column and slice passes 241 / 285 us at 8 a thread (15 loads per 64
+// multiply-adds, <= 80 registers), 196 / 235 at 16 (31 per 256, ~125); the row pass 258 us at 8,
+// 341 at 16 with its window loaded one value at a time, 219 at 8 and 231 at 16 with the loads
+// batched.
 constexpr int taps_rows_per_thread = 8;   // the row pass
 constexpr int axis_rows_per_thread = 16;  // the column and slice passes
 constexpr int taps_padding = 16;          // the taps table's chunks: a multiple of both
@@ -281,8 +347,8 @@ void axis_taps(const in_t* src, out_t* dst, long long outer, int n_src, int n_ds
     if (inner == 1 && smem <= 48 * 1024) {
       const long long groups = (outer + per - 1) / per * ((n_dst + lanes * rows - 1) / (lanes * rows));
       const unsigned x = (unsigned)std::clamp<long long>(groups, 1, 1 << 22);
-      row_taps_kernel<rows, in_t><<<x, row_block, smem, stream>>>(src, dst, outer, n_src, n_dst, off, b, outside, taps,
-                                                                  K, lanes);
+      row_taps_kernel<rows, in_t><<<x, row_block, smem, stream>>>(src, dst, outer, groups, n_src, n_dst, off, b,
+                                                                  outside, taps, K, lanes);
       check_launch("row_taps_kernel");
       return;
     }
@@ -290,14 +356,14 @@ void axis_taps(const in_t* src, out_t* dst, long long outer, int n_src, int n_ds
   constexpr int axis_rows = axis_rows_per_thread;
   // column ranges of a block's threads, or of whole warps where inner is narrower
   const int width = inner >= taps_block ? taps_block : int((inner + 31) / 32 * 32);
-  const long long count = outer * ((inner + width - 1) / width) * ((n_dst + axis_rows - 1) / axis_rows) * width;
-  const unsigned x = (unsigned)std::clamp<long long>((count + taps_block - 1) / taps_block, 1, 1 << 22);
+  const axis_walk walk = axis_walk::of(outer, n_dst, inner, width, axis_rows);
+  const unsigned x = (unsigned)std::clamp<long long>((walk.count + taps_block - 1) / taps_block, 1, 1 << 22);
   if ((long long)n_src * inner <= 0x7fffffffLL)  // a column's offsets in 32 bits
-    axis_taps_kernel<axis_rows, int, in_t, out_t, sk><<<x, taps_block, 0, stream>>>(src, dst, outer, n_src, n_dst, inner,
-                                                                                width, off, b, outside, taps, K, st);
+    axis_taps_kernel<axis_rows, int, in_t, out_t, sk><<<x, taps_block, 0, stream>>>(
+        src, dst, outer, n_src, n_dst, inner, width, walk, off, b, outside, taps, K, st);
   else
     axis_taps_kernel<axis_rows, long long, in_t, out_t, sk><<<x, taps_block, 0, stream>>>(
-        src, dst, outer, n_src, n_dst, inner, width, off, b, outside, taps, K, st);
+        src, dst, outer, n_src, n_dst, inner, width, walk, off, b, outside, taps, K, st);
   check_launch("axis_taps_kernel");
 }
 
