@@ -19,14 +19,20 @@ namespace {
 
 // The entries: the phases of separable_tile.cuh with the barriers between them.
 template <typename in_t>
-__global__ void __launch_bounds__(box_policy::threads, 1) box_rows_kernel(const in_t* __restrict__ in,
-                                                                          float* __restrict__ out, const box_args a) {
+__global__ void __launch_bounds__(box_policy::threads) box_rows_kernel(const in_t* __restrict__ in,
+                                                                       float* __restrict__ out, const box_args a) {
   extern __shared__ float4 shared_raw[];
   float* shared = reinterpret_cast<float*>(shared_raw);
   box_rows_load(in, a, shared);
-  wait_copies();
   __syncthreads();
-  box_rows_sum(a, shared);
+  box_rows_total(a, shared);
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < box_policy::scan_steps; ++k) {
+    box_rows_scan(a, shared, k);
+    __syncthreads();
+  }
+  box_rows_prefix(a, shared);
   __syncthreads();
   box_rows_store(out, a, shared);
 }
@@ -122,12 +128,12 @@ void separable_tiles::run(const T* in, T* out, const tile_map& m, float* interme
         columns_.run(static_cast<const float*>(intermediate), dst, columns, k, stream);
         continue;
       }
+      // row pass: a block per segment of box_policy::width outputs of an intermediate row
       const long long tiles_x = (m.out_w + box_policy::width - 1) / box_policy::width;
-      const long long tiles_y = (tmp_h + box_policy::rows - 1) / box_policy::rows;
       const std::size_t bytes = box_shared_bytes(kw_);
       allow_dynamic_shared(&box_rows_kernel<T>, bytes);
-      box_rows_kernel<T><<<(unsigned)(n * tiles_y * tiles_x), box_policy::threads, bytes, stream>>>(
-          src, intermediate, box_args{rows, kw_, box_[k][1], tiles_x, tiles_y * tiles_x});
+      box_rows_kernel<T><<<(unsigned)(n * tmp_h * tiles_x), box_policy::threads, bytes, stream>>>(
+          src, intermediate, box_args{rows, kw_, box_[k][1], tiles_x, tmp_h * tiles_x});
       check_launch("box_rows_kernel");
       const long long runs = (m.out_h + box_policy::column_run - 1) / box_policy::column_run;
       const long long column_blocks = (m.out_w + box_policy::column_threads - 1) / box_policy::column_threads;

@@ -3,7 +3,8 @@
 // the stores are checked against the double-precision reference on a machine without a GPU.
 // The CUDA builtins are emulated: threadIdx, blockIdx and blockDim are globals set for each
 // emulated thread, and a block runs each phase between barriers (window_load, then window_sum;
-// tile_load, tile_rows, tile_columns; box_rows_load, box_rows_sum, box_rows_store) for every
+// tile_load, tile_rows, tile_columns; box_rows_load, box_rows_total, box_rows_scan x 8,
+// box_rows_prefix, box_rows_store) for every
 // thread before the next, which is what __syncthreads guarantees. Shared memory starts as NaN, so a walk that reads an element the loader did not
 // write shows in the output. What this cannot see: races, cp.async (host code takes the plain
 // load), the launcher's block shapes beyond window_shape_for, and register-level compilation.
@@ -102,16 +103,18 @@ void emulate_separable(const T* in, T* out, const window_map& m, int kh, int kw,
   const window_map columns{tmp_h, m.out_w, m.out_h, m.out_w, kh - 1, 0, boundary::zero, 0.f, m.planes, 1, 0};
   std::vector<float> tmp(std::size_t(m.planes * tmp_h * m.out_w), NAN);
   const long long tiles_x = (m.out_w + box_policy::width - 1) / box_policy::width;
-  const long long tiles_y = (tmp_h + box_policy::rows - 1) / box_policy::rows;
-  const box_args a{rows, kw, f.row[0], tiles_x, tiles_y * tiles_x};
-  std::vector<float> shared(box_shared_bytes(kw) / 4);
+  const box_args a{rows, kw, f.row[0], tiles_x, tmp_h * tiles_x};
+  std::vector<double> shared_storage(box_shared_bytes(kw) / 8 + 1);  // 8-byte aligned, as the device's
+  float* shared = reinterpret_cast<float*>(shared_storage.data());
   blockDim = {unsigned(box_policy::threads), 1, 1};
-  for (long long b = 0; b < m.planes * tiles_y * tiles_x; ++b) {
-    std::fill(shared.begin(), shared.end(), NAN);
+  for (long long b = 0; b < m.planes * tmp_h * tiles_x; ++b) {
+    std::fill(shared, shared + box_shared_bytes(kw) / 4, NAN);
     blockIdx = {unsigned(b), 0, 0};
-    for_threads([&] { box_rows_load(in, a, shared.data()); });
-    for_threads([&] { box_rows_sum(a, shared.data()); });
-    for_threads([&] { box_rows_store(tmp.data(), a, shared.data()); });
+    for_threads([&] { box_rows_load(in, a, shared); });
+    for_threads([&] { box_rows_total(a, shared); });
+    for (int k = 0; k < box_policy::scan_steps; ++k) for_threads([&] { box_rows_scan(a, shared, k); });
+    for_threads([&] { box_rows_prefix(a, shared); });
+    for_threads([&] { box_rows_store(tmp.data(), a, shared); });
   }
   const long long runs = (m.out_h + box_policy::column_run - 1) / box_policy::column_run;
   const long long column_blocks = (m.out_w + box_policy::column_threads - 1) / box_policy::column_threads;
@@ -230,4 +233,5 @@ TEST_CASE("separable path's device code, emulated on the CPU: shared tile and bo
   check_separable(33, 40, 50, 290, true);   // several row blocks and column blocks
   check_separable(41, 1, 300, 30, true);    // two runs down a column
   check_separable(1, 45, 9, 13, true);      // the kernel wider than the image
+  check_separable(2, 45, 5, 2100, true);    // two row segments (box_policy::width), the last short
 }
