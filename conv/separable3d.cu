@@ -26,6 +26,7 @@
 #include "pixel.cuh"
 #include "rl_steps.hpp"
 #include "separable3d.hpp"
+#include "separable3d_walk.cuh"
 #include "window_tile.cuh"
 
 namespace gpuconv::conv {
@@ -33,77 +34,6 @@ namespace gpuconv::conv {
 namespace {
 
 constexpr int taps_block = 256;
-
-// The taps of a chunk: `rows` floats from a 16-byte aligned table, zero-padded to whole chunks
-// (cuda3d_separable's constructor builds it).
-template <int rows>
-__device__ __forceinline__ void chunk_taps(const float* __restrict__ taps, float (&t)[rows]) {
-  static_assert(rows % 4 == 0, "chunks of whole float4s");
-#pragma unroll
-  for (int j = 0; j < rows / 4; ++j) {
-    const float4 v = __ldg(reinterpret_cast<const float4*>(taps) + j);
-    t[4 * j] = v.x, t[4 * j + 1] = v.y, t[4 * j + 2] = v.z, t[4 * j + 3] = v.w;
-  }
-}
-
-// Values x[0 .. count) of a chunk's window from rows first .. first + count - 1 of a column
-// (col[row * inner]); the first `skip` of them are 0 (rows below the window serve only zero taps
-// and are not read: no value outside the window reaches a sum, and no row before the array is
-// touched). Not edge: every row read is inside the column, through a pointer stepped by `inner`
-// (two integer instructions an address). edge: each row through the boundary rule.
-template <int count, typename idx_t, typename in_t>
-__device__ __forceinline__ void load_rows(float* x, const in_t* __restrict__ col, idx_t inner, long long first, int skip,
-                                          int n_src, boundary b, float outside, bool edge) {
-  if (!edge) {
-    const in_t* a = col + idx_t(first) * inner;
-    if (skip <= 0) {
-#pragma unroll
-      for (int q = 0; q < count; ++q, a += inner) x[q] = float(*a);
-    } else {
-#pragma unroll
-      for (int q = 0; q < count; ++q, a += inner) x[q] = q >= skip ? float(*a) : 0.f;
-    }
-  } else {
-#pragma unroll
-    for (int q = 0; q < count; ++q) {
-      const int r = border_index(first + q, n_src, b);
-      x[q] = q < skip ? 0.f : r < 0 ? outside : float(col[idx_t(r) * inner]);
-    }
-  }
-}
-
-// The sums of `rows` outputs whose first reads row `top` of a column (col[row * inner]): the taps
-// `rows` at a time, each chunk's rows x rows multiply-adds over its 2 rows - 1 source values
-// x[q] = row top - l0 - (rows - 1) + q (output r takes x[r - j + rows - 1] with tap l0 + j, zero
-// past K). The next chunk's window is `rows` rows lower: its top rows - 1 values are this one's
-// first ones (moved in registers), so a chunk after the first loads `rows` values (K = 31, 16
-// rows: 47 loads instead of 62). Rows below top - (K - 1) are read as 0 (load_rows). edge: the
-// window leaves the column, and each row goes through the boundary rule (the same sums, in the
-// same order). idx_t: int where a column's offsets fit in 32 bits.
-template <int rows, typename idx_t, typename in_t>
-__device__ __forceinline__ void window_sums(const in_t* __restrict__ col, idx_t inner, long long top, int K, int n_src,
-                                            boundary b, float outside, bool edge, const float* __restrict__ taps,
-                                            float (&acc)[rows]) {
-  constexpr int span = 2 * rows - 1;
-  float x[span];
-  long long first = top - (rows - 1);
-  // the chunk at l0 has top - (K - 1) - first = l0 + rows - K values below the window
-  load_rows<span, idx_t>(x, col, inner, first, rows - K, n_src, b, outside, edge);
-  for (int l0 = 0;;) {
-    float t[rows];
-    chunk_taps<rows>(taps + l0, t);
-#pragma unroll
-    for (int j = 0; j < rows; ++j)
-#pragma unroll
-      for (int r = 0; r < rows; ++r) acc[r] += t[j] * x[r - j + rows - 1];
-    l0 += rows;
-    if (l0 >= K) break;
-#pragma unroll
-    for (int q = span - 1; q >= rows; --q) x[q] = x[q - rows];
-    first -= rows;
-    load_rows<rows, idx_t>(x, col, inner, first, l0 + rows - K, n_src, b, outside, edge);
-  }
-}
 
 // What the last pass stores: the sum (rounded and saturated for narrow voxels), or a
 // store_step's elementwise function of it (backend3d.hpp; float only).
@@ -200,9 +130,6 @@ axis_taps_kernel(const in_t* __restrict__ src, out_t* __restrict__ dst, long lon
 // four float4s. The sums as axis_taps_kernel's (taps in order, chunks of `rows`).
 constexpr int row_block = 128;
 
-__host__ __device__ constexpr int window_slot(int u) { return u + 4 * (u >> 5); }
-// floats of one row's window (a multiple of four)
-__host__ __device__ constexpr int window_floats(int seg, int K) { return (window_slot(seg + K + 32) + 3) / 4 * 4; }
 
 // A window value outside the source row: the boundary rule's column, or `outside`.
 template <typename in_t>
@@ -271,41 +198,7 @@ row_taps_kernel(const in_t* __restrict__ src, float* __restrict__ dst, long long
     const int base = lane * rows;  // output x0 + base + r reads value base + r - l + K - 1
     if (!live || x0 + base >= n_dst) continue;
     float acc[rows];
-#pragma unroll
-    for (int r = 0; r < rows; ++r) acc[r] = 0.f;
-    int first = base + K - 1 - (rows - 1);  // x[q]: value first + q
-    float x[2 * rows];
-#pragma unroll
-    for (int h = 0; h < rows / 2; ++h) {
-      const float4 v = *reinterpret_cast<const float4*>(w + window_slot(first + lead + 4 * h));
-      x[4 * h] = v.x, x[4 * h + 1] = v.y, x[4 * h + 2] = v.z, x[4 * h + 3] = v.w;
-    }
-    auto chunk = [&](int l0) {
-      float t[rows];
-      chunk_taps<rows>(taps + l0, t);
-#pragma unroll
-      for (int j = 0; j < rows; ++j)
-#pragma unroll
-        for (int r = 0; r < rows; ++r) acc[r] += t[j] * x[r - j + rows - 1];
-    };
-    int l0 = 0;
-    for (; l0 + rows < K; l0 += rows) {  // chunks with another after them
-      chunk(l0);
-      // the next chunk's values are `rows` lower: its top rows - 1 are this chunk's first ones
-#pragma unroll
-      for (int q = 2 * rows - 2; q >= rows; --q) x[q] = x[q - rows];
-      first -= rows;
-#pragma unroll
-      for (int h = 0; h < rows / 4; ++h) {
-        const float4 v = *reinterpret_cast<const float4*>(w + window_slot(first + lead + 4 * h));
-        x[4 * h] = v.x, x[4 * h + 1] = v.y, x[4 * h + 2] = v.z, x[4 * h + 3] = v.w;
-      }
-    }
-    if (l0 + rows > K) {  // first < base: values below base serve only zero taps (and may be stale)
-#pragma unroll
-      for (int q = 0; q < rows; ++q) x[q] = first + q >= base ? x[q] : 0.f;
-    }
-    chunk(l0);
+    row_window_sums<rows>(w, base, K, lead, taps, acc);
     float* d = dst + o * n_dst + x0 + base;
     if (x0 + base + rows <= n_dst && (reinterpret_cast<std::uintptr_t>(d) & 15) == 0) {
 #pragma unroll
