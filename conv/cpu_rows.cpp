@@ -1,9 +1,12 @@
-// taps_rows, widen_row and narrow_row, built once per ISA (AVX-512, AVX2+FMA, baseline x86-64) and dispatched at load
-// time through the ifunc GCC makes for target_clones: one portable binary.
+// taps_rows, widen_row and narrow_row, built once per ISA (AVX-512, AVX2+FMA, baseline x86-64) and dispatched at run
+// time on fft::host::selected_host_isa() (the CPU's level, or a lower one GPUCONV_CPU_ISA asks for): one portable
+// binary, whose every path can be tested on one machine.
 #include "cpu_rows.hpp"
 
 #include <type_traits>
 #include <utility>
+
+#include "../fft/host/isa.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -14,12 +17,27 @@
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-#define GPUCONV_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+// name(params) compiled three times from its body (AVX-512, AVX2 + FMA, baseline), and the
+// exported name calling the one selected_host_isa() names (one branch a call; callers pass a
+// row or more a call).
+#define GPUCONV_PER_ISA(name, params, args, ...)                               \
+  namespace {                                                                 \
+  [[gnu::target("arch=x86-64-v4")]] void name##_v4 params __VA_ARGS__          \
+  [[gnu::target("arch=x86-64-v3")]] void name##_v3 params __VA_ARGS__          \
+  void name##_base params __VA_ARGS__                                         \
+  }                                                                           \
+  void name params {                                                          \
+    switch (fft::host::selected_host_isa()) {                                 \
+      case fft::host::host_isa::avx512: return name##_v4 args;                \
+      case fft::host::host_isa::avx2: return name##_v3 args;                  \
+      default: return name##_base args;                                       \
+    }                                                                         \
+  }
 // column_rows_avx512 (FMAs) gives taps_rows's bits only where taps_rows runs as the AVX-512
-// clone too; the sanitizer build has no clones (baseline x86-64: separate multiply and add)
+// version too; the sanitizer build has one version (baseline x86-64: separate multiply and add)
 #define GPUCONV_COLUMN_AVX512 1
 #else
-#define GPUCONV_CLONES
+#define GPUCONV_PER_ISA(name, params, args, ...) void name params __VA_ARGS__
 #endif
 
 namespace gpuconv::conv {
@@ -83,14 +101,7 @@ inline __attribute__((always_inline)) void over_blocks(long long n, B&& block, S
 // Vectors of outputs held across all taps in the row pass: eight chains of dependent FMAs
 // instead of four, to hide the FMA's latency; AVX-512 has the 32 registers for them, AVX2
 // (each v16 two registers) and the baseline keep four.
-inline int wide_vectors() {
-#if defined(__x86_64__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  return avx512 ? 8 : 4;
-#else
-  return 4;
-#endif
-}
+inline int wide_vectors() { return fft::host::selected_host_isa() == fft::host::host_isa::avx512 ? 8 : 4; }
 
 // taps_rows's sums for kh x kw taps fixed at compile time (KH, KW > 0) or given at run time
 // (KH = KW = 0): fixed counts unroll the tap loops, so that the taps stay in registers or
@@ -305,30 +316,25 @@ inline __attribute__((always_inline)) void columns_any(const float* const* rows,
 
 }  // namespace
 
-GPUCONV_CLONES void taps_rows(const float* const* rows, const float* k, int kh, int kw, long long n, float* out) {
-  taps_any(rows, k, kh, kw, n, out);
-}
-GPUCONV_CLONES void taps_rows(const float* const* rows, const float* k, int kh, int kw, long long n,
-                              std::uint8_t* out) {
-  taps_any(rows, k, kh, kw, n, out);
-}
-GPUCONV_CLONES void taps_rows(const float* const* rows, const float* k, int kh, int kw, long long n,
-                              std::uint16_t* out) {
-  taps_any(rows, k, kh, kw, n, out);
-}
+GPUCONV_PER_ISA(taps_rows, (const float* const* rows, const float* k, int kh, int kw, long long n, float* out),
+                (rows, k, kh, kw, n, out), { taps_any(rows, k, kh, kw, n, out); })
+GPUCONV_PER_ISA(taps_rows, (const float* const* rows, const float* k, int kh, int kw, long long n, std::uint8_t* out),
+                (rows, k, kh, kw, n, out), { taps_any(rows, k, kh, kw, n, out); })
+GPUCONV_PER_ISA(taps_rows, (const float* const* rows, const float* k, int kh, int kw, long long n, std::uint16_t* out),
+                (rows, k, kh, kw, n, out), { taps_any(rows, k, kh, kw, n, out); })
 
-GPUCONV_CLONES void column_rows(const float* const* rows, const float* k, int kh, int count, long long n, float* out,
-                                long long out_stride) {
-  columns_any(rows, k, kh, count, n, out, out_stride);
-}
-GPUCONV_CLONES void column_rows(const float* const* rows, const float* k, int kh, int count, long long n,
-                                std::uint8_t* out, long long out_stride) {
-  columns_any(rows, k, kh, count, n, out, out_stride);
-}
-GPUCONV_CLONES void column_rows(const float* const* rows, const float* k, int kh, int count, long long n,
-                                std::uint16_t* out, long long out_stride) {
-  columns_any(rows, k, kh, count, n, out, out_stride);
-}
+GPUCONV_PER_ISA(column_rows,
+                (const float* const* rows, const float* k, int kh, int count, long long n, float* out,
+                 long long out_stride),
+                (rows, k, kh, count, n, out, out_stride), { columns_any(rows, k, kh, count, n, out, out_stride); })
+GPUCONV_PER_ISA(column_rows,
+                (const float* const* rows, const float* k, int kh, int count, long long n, std::uint8_t* out,
+                 long long out_stride),
+                (rows, k, kh, count, n, out, out_stride), { columns_any(rows, k, kh, count, n, out, out_stride); })
+GPUCONV_PER_ISA(column_rows,
+                (const float* const* rows, const float* k, int kh, int count, long long n, std::uint16_t* out,
+                 long long out_stride),
+                (rows, k, kh, count, n, out, out_stride), { columns_any(rows, k, kh, count, n, out, out_stride); })
 
 namespace {
 
@@ -548,15 +554,12 @@ inline __attribute__((always_inline)) void row_taps_any(const T* src, const floa
 
 }  // namespace
 
-GPUCONV_CLONES void row_taps(const float* src, const float* k, int kw, long long n, float* out) {
-  row_taps_any(src, k, kw, n, out);
-}
-GPUCONV_CLONES void row_taps(const std::uint8_t* src, const float* k, int kw, long long n, float* out) {
-  row_taps_any(src, k, kw, n, out);
-}
-GPUCONV_CLONES void row_taps(const std::uint16_t* src, const float* k, int kw, long long n, float* out) {
-  row_taps_any(src, k, kw, n, out);
-}
+GPUCONV_PER_ISA(row_taps, (const float* src, const float* k, int kw, long long n, float* out),
+                (src, k, kw, n, out), { row_taps_any(src, k, kw, n, out); })
+GPUCONV_PER_ISA(row_taps, (const std::uint8_t* src, const float* k, int kw, long long n, float* out),
+                (src, k, kw, n, out), { row_taps_any(src, k, kw, n, out); })
+GPUCONV_PER_ISA(row_taps, (const std::uint16_t* src, const float* k, int kw, long long n, float* out),
+                (src, k, kw, n, out), { row_taps_any(src, k, kw, n, out); })
 
 bool row_group_available() { return wide_vectors() == 8; }
 
@@ -587,13 +590,13 @@ inline __attribute__((always_inline)) void narrow_loop(const float* in, long lon
 
 }  // namespace
 
-GPUCONV_CLONES void widen_row(const std::uint8_t* in, long long n, float* out) {
-  for (long long t = 0; t < n; ++t) out[t] = float(in[t]);
-}
-GPUCONV_CLONES void widen_row(const std::uint16_t* in, long long n, float* out) {
-  for (long long t = 0; t < n; ++t) out[t] = float(in[t]);
-}
-GPUCONV_CLONES void narrow_row(const float* in, long long n, std::uint8_t* out) { narrow_loop(in, n, out); }
-GPUCONV_CLONES void narrow_row(const float* in, long long n, std::uint16_t* out) { narrow_loop(in, n, out); }
+GPUCONV_PER_ISA(widen_row, (const std::uint8_t* in, long long n, float* out),
+                (in, n, out), { for (long long t = 0; t < n; ++t) out[t] = float(in[t]); })
+GPUCONV_PER_ISA(widen_row, (const std::uint16_t* in, long long n, float* out),
+                (in, n, out), { for (long long t = 0; t < n; ++t) out[t] = float(in[t]); })
+GPUCONV_PER_ISA(narrow_row, (const float* in, long long n, std::uint8_t* out),
+                (in, n, out), { narrow_loop(in, n, out); })
+GPUCONV_PER_ISA(narrow_row, (const float* in, long long n, std::uint16_t* out),
+                (in, n, out), { narrow_loop(in, n, out); })
 
 }  // namespace gpuconv::conv

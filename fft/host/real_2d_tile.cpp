@@ -4,20 +4,17 @@
 #include <string>
 
 #include "../plan/twiddle_table.hpp"
+#include "isa.hpp"
 
 namespace gpuconv::fft::host {
 
 const tile_kernels& best_tile_kernels() {
 #if defined(__x86_64__) && defined(GPUCONV_HOST_ISA_DISPATCH)
-  static const tile_kernels& best = [] () -> const tile_kernels& {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-      return isa_v4::kernels;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return isa_v3::kernels;
-    return isa_base::kernels;
-  }();
-  return best;
+  switch (selected_host_isa()) {
+    case host_isa::avx512: return isa_v4::kernels;
+    case host_isa::avx2: return isa_v3::kernels;
+    default: return isa_base::kernels;
+  }
 #else
   return isa_base::kernels;
 #endif

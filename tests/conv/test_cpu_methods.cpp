@@ -11,9 +11,12 @@
 #include <catch2/generators/catch_generators.hpp>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "conv/cpu_rows.hpp"
+#include "fft/host/isa.hpp"
 #include "method_check.hpp"
 
 using namespace gpuconv;
@@ -347,4 +350,27 @@ TEST_CASE("CPU method chooser: rank-1 detection and the cost model's choices", "
   CHECK(choose_cpu_tiling(4096, 4096, 31, 31).tile_h == 128);
   po.cpu = cpu_method::separable;
   CHECK_THROWS_AS(plan(64, 64, 1, dense.data(), 7, 7, po), std::invalid_argument);
+}
+
+// tests/CMakeLists.txt runs the "CPU *" cases again with GPUCONV_CPU_ISA=avx2 (cpu_rows_avx2):
+// the row and column passes' AVX2 version on a machine that would pick AVX-512.
+TEST_CASE("CPU ISA: GPUCONV_CPU_ISA lowers the level the vector code runs at, never above the CPU's", "[conv]") {
+  using fft::host::host_isa;
+  host_isa cpu = host_isa::baseline;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) cpu = host_isa::avx2;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl"))
+    cpu = host_isa::avx512;
+#endif
+  const char* e = std::getenv("GPUCONV_CPU_ISA");
+  host_isa asked = cpu;
+  if (e != nullptr && std::strcmp(e, "avx2") == 0) asked = host_isa::avx2;
+  if (e != nullptr && std::strcmp(e, "baseline") == 0) asked = host_isa::baseline;
+  const host_isa expected = asked < cpu ? asked : cpu;
+  CAPTURE(e ? e : "(unset)", fft::host::host_isa_name(cpu), fft::host::host_isa_name(expected));
+  CHECK(fft::host::selected_host_isa() == expected);
+  // the row pass groups 16 rows only with AVX-512's registers
+  CHECK(row_group_available() == (expected == host_isa::avx512));
 }
