@@ -12,7 +12,7 @@
 #include <immintrin.h>
 #endif
 
-// The helpers below are always inlined into each clone; GCC's note that a 64-byte vector
+// The helpers below are always inlined into each ISA's version; GCC's note that a 64-byte vector
 // argument's ABI differs without AVX-512 is about calls that never happen.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
@@ -22,9 +22,11 @@
 // row or more a call).
 #define GPUCONV_PER_ISA(name, params, args, ...)                               \
   namespace {                                                                 \
-  [[gnu::target("arch=x86-64-v4")]] void name##_v4 params __VA_ARGS__          \
-  [[gnu::target("arch=x86-64-v3")]] void name##_v3 params __VA_ARGS__          \
-  void name##_base params __VA_ARGS__                                         \
+  template <int L>                                                            \
+  inline __attribute__((always_inline)) void name##_body params __VA_ARGS__    \
+  [[gnu::target("arch=x86-64-v4")]] void name##_v4 params { name##_body<16> args; } \
+  [[gnu::target("arch=x86-64-v3")]] void name##_v3 params { name##_body<8> args; }  \
+  void name##_base params { name##_body<4> args; }                            \
   }                                                                           \
   void name params {                                                          \
     switch (fft::host::selected_host_isa()) {                                 \
@@ -37,83 +39,108 @@
 // version too; the sanitizer build has one version (baseline x86-64: separate multiply and add)
 #define GPUCONV_COLUMN_AVX512 1
 #else
-#define GPUCONV_PER_ISA(name, params, args, ...) void name params __VA_ARGS__
+#define GPUCONV_PER_ISA(name, params, args, ...)                               \
+  namespace {                                                                 \
+  template <int L>                                                            \
+  inline __attribute__((always_inline)) void name##_body params __VA_ARGS__    \
+  }                                                                           \
+  void name params { name##_body<4> args; }
 #endif
 
 namespace gpuconv::conv {
 
 namespace {
 
-// 16 floats; GCC lowers it to one AVX-512, two AVX2 or four SSE registers per clone.
-typedef float v16 __attribute__((vector_size(64)));
-typedef float v16_unaligned __attribute__((vector_size(64), aligned(4)));
+// L floats: one register of the ISA each version is built for (L = 16 on AVX-512, 8 on AVX2, 4
+// on the baseline; GPUCONV_PER_ISA below). GCC lowers a generic vector wider than the
+// registers through the stack (16 floats on AVX2: 10-20x slower, docs/benchmarks.md).
+template <int L>
+struct vecs {
+  typedef float f __attribute__((vector_size(4 * L)));
+  typedef float f_unaligned __attribute__((vector_size(4 * L), aligned(4)));
+  typedef int i __attribute__((vector_size(4 * L)));
+  typedef std::uint8_t u8 __attribute__((vector_size(L)));
+  typedef std::uint16_t u16 __attribute__((vector_size(2 * L)));
+  typedef std::uint8_t u8_unaligned __attribute__((vector_size(L), aligned(1)));
+  typedef std::uint16_t u16_unaligned __attribute__((vector_size(2 * L), aligned(2)));
+};
+typedef vecs<16>::f v16;  // AVX-512's register (the intrinsics below)
 
-inline __attribute__((always_inline)) v16 load(const float* p) { return *reinterpret_cast<const v16_unaligned*>(p); }
-inline __attribute__((always_inline)) void store(float* p, v16 v) { *reinterpret_cast<v16_unaligned*>(p) = v; }
+template <int L>
+inline __attribute__((always_inline)) typename vecs<L>::f load(const float* p) {
+  return *reinterpret_cast<const typename vecs<L>::f_unaligned*>(p);
+}
+template <int L>
+inline __attribute__((always_inline)) void store(float* p, typename vecs<L>::f v) {
+  *reinterpret_cast<typename vecs<L>::f_unaligned*>(p) = v;
+}
 
 }  // namespace
 
 namespace {
 
-typedef int v16i __attribute__((vector_size(64)));
-typedef std::uint8_t v16u8 __attribute__((vector_size(16)));
-typedef std::uint16_t v16u16 __attribute__((vector_size(32)));
-typedef std::uint8_t v16u8_unaligned __attribute__((vector_size(16), aligned(1)));
-typedef std::uint16_t v16u16_unaligned __attribute__((vector_size(32), aligned(2)));
-
-// 16 outputs to memory: float as is; uint8/uint16 rounded half to even and saturated as in
+// L outputs to memory: float as is; uint8/uint16 rounded half to even and saturated as in
 // narrow_loop below (clamp first, NaN to 0, then the 1.5 * 2^23 rounding).
-template <typename T>
-inline __attribute__((always_inline)) void put(T* p, v16 v) {
+template <int L, typename T>
+inline __attribute__((always_inline)) void put(T* p, typename vecs<L>::f v) {
   if constexpr (std::is_same_v<T, float>) {
-    store(p, v);
+    store<L>(p, v);
   } else {
+    typedef typename vecs<L>::f vf;
     constexpr float hi = sizeof(T) == 1 ? 255.f : 65535.f, magic = 12582912.f;
-    const v16 zero = {}, top = zero + hi;
+    const vf zero = {}, top = zero + hi;
     v = v > zero ? v : zero;
     v = v < top ? v : top;
-    const v16i q = __builtin_convertvector((v + magic) - magic, v16i);
-    if constexpr (sizeof(T) == 1) *reinterpret_cast<v16u8_unaligned*>(p) = __builtin_convertvector(q, v16u8);
-    else *reinterpret_cast<v16u16_unaligned*>(p) = __builtin_convertvector(q, v16u16);
+    const typename vecs<L>::i q = __builtin_convertvector((v + magic) - magic, typename vecs<L>::i);
+    if constexpr (sizeof(T) == 1)
+      *reinterpret_cast<typename vecs<L>::u8_unaligned*>(p) = __builtin_convertvector(q, typename vecs<L>::u8);
+    else
+      *reinterpret_cast<typename vecs<L>::u16_unaligned*>(p) = __builtin_convertvector(q, typename vecs<L>::u16);
   }
 }
 
-// Blocks of 16 V outputs over [0, n): block(t, V) for t = 0, 16 V, ... and, where n is not a
+// Blocks of L V outputs over [0, n): block(t, V) for t = 0, L V, ... and, where n is not a
 // multiple, one last block moved back to end at n (its first outputs computed twice, to the
-// same values, instead of a scalar tail of up to 16 V - 1 outputs); blocks of 16 below 16 V
-// outputs, scalar(t) below 16.
-template <int V, typename B, typename S>
+// same values, instead of a scalar tail of up to L V - 1 outputs); blocks of L below L V
+// outputs, scalar(t) below L.
+template <int V, int L, typename B, typename S>
 inline __attribute__((always_inline)) void over_blocks(long long n, B&& block, S&& scalar) {
-  constexpr int width = 16 * V;
+  constexpr int width = L * V;
   if (n >= width) {
     long long t = 0;
     for (; t + width <= n; t += width) block(t, std::integral_constant<int, V>{});
     if (t < n) block(n - width, std::integral_constant<int, V>{});
-  } else if (n >= 16) {
+  } else if (n >= L) {
     long long t = 0;
-    for (; t + 16 <= n; t += 16) block(t, std::integral_constant<int, 1>{});
-    if (t < n) block(n - 16, std::integral_constant<int, 1>{});
+    for (; t + L <= n; t += L) block(t, std::integral_constant<int, 1>{});
+    if (t < n) block(n - L, std::integral_constant<int, 1>{});
   } else {
     for (long long t = 0; t < n; ++t) scalar(t);
   }
 }
 
-// Vectors of outputs held across all taps in the row pass: eight chains of dependent FMAs
+// Vectors of L floats for V of 16: the same outputs a block on AVX2 (two registers for one of
+// AVX-512's), as many registers (a quarter of the outputs) on the baseline's 16 SSE registers.
+template <int V, int L>
+constexpr int vectors_for = L == 8 ? 2 * V : V;
+
+// Vectors of 16 outputs held across all taps in the row pass: eight chains of dependent FMAs
 // instead of four, to hide the FMA's latency; AVX-512 has the 32 registers for them, AVX2
-// (each v16 two registers) and the baseline keep four.
+// and the baseline keep four (vectors_for: eight and four of their registers).
 inline int wide_vectors() { return fft::host::selected_host_isa() == fft::host::host_isa::avx512 ? 8 : 4; }
 
 // taps_rows's sums for kh x kw taps fixed at compile time (KH, KW > 0) or given at run time
 // (KH = KW = 0): fixed counts unroll the tap loops, so that the taps stay in registers or
 // become broadcast operands instead of a load and a branch per tap and block. Each output's
 // sum runs over the taps in the same order whatever its block (i, then j ascending).
-template <int KH, int KW, int V, typename T>
+template <int KH, int KW, int V16, int L, typename T>
 inline __attribute__((always_inline)) void taps_loop(const float* const* rows, const float* k, int kh_, int kw_,
                                                      long long n, T* out) {
+  constexpr int V = vectors_for<V16, L>;
   const int kh = KH ? KH : kh_, kw = KW ? KW : kw_;
   auto block = [&](long long t, auto vectors) __attribute__((always_inline)) {
     constexpr int v_count = decltype(vectors)::value;
-    v16 a[v_count] = {};
+    typename vecs<L>::f a[v_count] = {};
     for (int i = 0; i < kh; ++i) {
       const float* r = rows[i] + t + kw - 1;
       const float* ki = k + (long long)i * kw;
@@ -121,11 +148,11 @@ inline __attribute__((always_inline)) void taps_loop(const float* const* rows, c
         const float c = ki[j];
         const float* s = r - j;
 #pragma GCC unroll 8
-        for (int v = 0; v < v_count; ++v) a[v] += c * load(s + 16 * v);
+        for (int v = 0; v < v_count; ++v) a[v] += c * load<L>(s + L * v);
       }
     }
 #pragma GCC unroll 8
-    for (int v = 0; v < v_count; ++v) put(out + t + 16 * v, a[v]);
+    for (int v = 0; v < v_count; ++v) put<L>(out + t + L * v, a[v]);
   };
   auto scalar = [&](long long t) __attribute__((always_inline)) {
     float acc = 0;
@@ -134,35 +161,35 @@ inline __attribute__((always_inline)) void taps_loop(const float* const* rows, c
     if constexpr (std::is_same_v<T, float>) out[t] = acc;
     else out[t] = saturate_round<T>(acc);
   };
-  over_blocks<V>(n, block, scalar);
+  over_blocks<V, L>(n, block, scalar);
 }
 
-template <int KH, int KW, typename T>
+template <int KH, int KW, int L, typename T>
 inline __attribute__((always_inline)) bool taps_if(const float* const* rows, const float* k, int kh, int kw,
                                                    long long n, T* out) {
   if (kh != KH || kw != KW) return false;
-  taps_loop<KH, KW, 4>(rows, k, kh, kw, n, out);
+  taps_loop<KH, KW, 4, L>(rows, k, kh, kw, n, out);
   return true;
 }
 
 // The separable method's passes (one row of 1 x kw taps, kh x 1 taps over kh rows) and the
 // direct method's 3 x 3 and 5 x 5 with fixed counts up to 9 taps; the rest at run time, the
 // row pass (kh = 1) with wide_vectors() accumulators.
-template <typename T>
+template <int L, typename T>
 inline __attribute__((always_inline)) void taps_any(const float* const* rows, const float* k, int kh, int kw,
                                                     long long n, T* out) {
-  if (taps_if<1, 2>(rows, k, kh, kw, n, out) || taps_if<1, 3>(rows, k, kh, kw, n, out) ||
-      taps_if<1, 4>(rows, k, kh, kw, n, out) || taps_if<1, 5>(rows, k, kh, kw, n, out) ||
-      taps_if<1, 6>(rows, k, kh, kw, n, out) || taps_if<1, 7>(rows, k, kh, kw, n, out) ||
-      taps_if<1, 8>(rows, k, kh, kw, n, out) || taps_if<1, 9>(rows, k, kh, kw, n, out) ||
-      taps_if<2, 1>(rows, k, kh, kw, n, out) || taps_if<3, 1>(rows, k, kh, kw, n, out) ||
-      taps_if<4, 1>(rows, k, kh, kw, n, out) || taps_if<5, 1>(rows, k, kh, kw, n, out) ||
-      taps_if<6, 1>(rows, k, kh, kw, n, out) || taps_if<7, 1>(rows, k, kh, kw, n, out) ||
-      taps_if<8, 1>(rows, k, kh, kw, n, out) || taps_if<9, 1>(rows, k, kh, kw, n, out) ||
-      taps_if<3, 3>(rows, k, kh, kw, n, out) || taps_if<5, 5>(rows, k, kh, kw, n, out))
+  if (taps_if<1, 2, L>(rows, k, kh, kw, n, out) || taps_if<1, 3, L>(rows, k, kh, kw, n, out) ||
+      taps_if<1, 4, L>(rows, k, kh, kw, n, out) || taps_if<1, 5, L>(rows, k, kh, kw, n, out) ||
+      taps_if<1, 6, L>(rows, k, kh, kw, n, out) || taps_if<1, 7, L>(rows, k, kh, kw, n, out) ||
+      taps_if<1, 8, L>(rows, k, kh, kw, n, out) || taps_if<1, 9, L>(rows, k, kh, kw, n, out) ||
+      taps_if<2, 1, L>(rows, k, kh, kw, n, out) || taps_if<3, 1, L>(rows, k, kh, kw, n, out) ||
+      taps_if<4, 1, L>(rows, k, kh, kw, n, out) || taps_if<5, 1, L>(rows, k, kh, kw, n, out) ||
+      taps_if<6, 1, L>(rows, k, kh, kw, n, out) || taps_if<7, 1, L>(rows, k, kh, kw, n, out) ||
+      taps_if<8, 1, L>(rows, k, kh, kw, n, out) || taps_if<9, 1, L>(rows, k, kh, kw, n, out) ||
+      taps_if<3, 3, L>(rows, k, kh, kw, n, out) || taps_if<5, 5, L>(rows, k, kh, kw, n, out))
     return;
-  if (kh == 1 && wide_vectors() == 8) taps_loop<1, 0, 8>(rows, k, kh, kw, n, out);
-  else taps_loop<0, 0, 4>(rows, k, kh, kw, n, out);
+  if (kh == 1 && wide_vectors() == 8) taps_loop<1, 0, 8, L>(rows, k, kh, kw, n, out);
+  else taps_loop<0, 0, 4, L>(rows, k, kh, kw, n, out);
 }
 
 // The separable method's column pass for column_block output rows at once (column_rows): rows
@@ -170,23 +197,25 @@ inline __attribute__((always_inline)) void taps_any(const float* const* rows, co
 // m feeds every r with 0 <= m - r < kh, so each row is loaded once for up to column_block
 // sums (kh + 3 loads per four outputs instead of 4 kh), and each sum still takes its taps
 // in the order of taps_loop (i ascending): the same results as one row at a time.
-// The stores of the loops below: put(), as built for the clone that runs.
+// The stores of the loops below: put(), as built for the version that runs.
+template <int L>
 struct put_any {
   template <typename T>
-  __attribute__((always_inline)) void operator()(T* p, v16 v) const { put(p, v); }
+  __attribute__((always_inline)) void operator()(T* p, typename vecs<L>::f v) const { put<L>(p, v); }
 };
 
-template <int KH, int V, int R, typename T, typename Put = put_any>
+template <int KH, int V16, int R, int L, typename T, typename Put = put_any<L>>
 inline __attribute__((always_inline)) void column_loop(const float* const* rows, const float* k, int kh_, long long n,
                                                        T* out, long long out_stride) {
+  constexpr int V = vectors_for<V16, L>;
   const int kh = KH ? KH : kh_;
   auto block = [&](long long t, auto vectors) __attribute__((always_inline)) {
     constexpr int v_count = decltype(vectors)::value;
-    v16 a[R][v_count] = {};
+    typename vecs<L>::f a[R][v_count] = {};
     auto feed = [&](int m, bool all) __attribute__((always_inline)) {
-      v16 x[v_count];
+      typename vecs<L>::f x[v_count];
 #pragma GCC unroll 8
-      for (int v = 0; v < v_count; ++v) x[v] = load(rows[m] + t + 16 * v);
+      for (int v = 0; v < v_count; ++v) x[v] = load<L>(rows[m] + t + L * v);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r)
         if (all || (r <= m && m - r < kh)) {
@@ -204,7 +233,7 @@ inline __attribute__((always_inline)) void column_loop(const float* const* rows,
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-      for (int v = 0; v < v_count; ++v) Put{}(out + (R - 1 - r) * out_stride + t + 16 * v, a[r][v]);
+      for (int v = 0; v < v_count; ++v) Put{}(out + (R - 1 - r) * out_stride + t + L * v, a[r][v]);
   };
   auto scalar = [&](long long t) __attribute__((always_inline)) {
     for (int j = 0; j < R; ++j) {
@@ -214,7 +243,7 @@ inline __attribute__((always_inline)) void column_loop(const float* const* rows,
       else out[j * out_stride + t] = saturate_round<T>(acc);
     }
   };
-  over_blocks<V>(n, block, scalar);
+  over_blocks<V, L>(n, block, scalar);
 }
 
 // column_block = 8 output rows: on AVX-512 in one loop of 8 rows x 32 columns (16 accumulators:
@@ -222,15 +251,15 @@ inline __attribute__((always_inline)) void column_loop(const float* const* rows,
 // ring larger than L1 made the column pass L2-bound: 0.39 ns an output at kh = 31 on the Zen 5
 // VM, 0.28 with the ring in L1); elsewhere as two loops of 4 rows (newest first: the last four
 // output rows read rows[0..], the first four rows[4..])
-template <int KH, typename T>
+template <int KH, int L, typename T>
 inline __attribute__((always_inline)) void column_any_width(const float* const* rows, const float* k, int kh,
                                                             long long n, T* out, long long out_stride) {
   static_assert(column_block == 8, "the loops below split 8 rows");
   if (wide_vectors() == 8) {
-    column_loop<KH, 2, 8>(rows, k, kh, n, out, out_stride);
+    column_loop<KH, 2, 8, L>(rows, k, kh, n, out, out_stride);
   } else {
-    column_loop<KH, 1, 4>(rows, k, kh, n, out + 4 * out_stride, out_stride);
-    column_loop<KH, 1, 4>(rows + 4, k, kh, n, out, out_stride);
+    column_loop<KH, 1, 4, L>(rows, k, kh, n, out + 4 * out_stride, out_stride);
+    column_loop<KH, 1, 4, L>(rows + 4, k, kh, n, out, out_stride);
   }
 }
 
@@ -268,22 +297,22 @@ template <typename T>
                                                                         int kh, long long n, T* out,
                                                                         long long out_stride) {
   switch (kh) {
-    case 2: return column_loop<2, 2, 8, T, put_avx512>(rows, k, kh, n, out, out_stride);
-    case 3: return column_loop<3, 2, 8, T, put_avx512>(rows, k, kh, n, out, out_stride);
-    case 4: return column_loop<4, 2, 8, T, put_avx512>(rows, k, kh, n, out, out_stride);
-    case 5: return column_loop<5, 2, 8, T, put_avx512>(rows, k, kh, n, out, out_stride);
-    case 6: return column_loop<6, 2, 8, T, put_avx512>(rows, k, kh, n, out, out_stride);
-    case 7: return column_loop<7, 2, 8, T, put_avx512>(rows, k, kh, n, out, out_stride);
-    case 8: return column_loop<8, 2, 8, T, put_avx512>(rows, k, kh, n, out, out_stride);
-    case 9: return column_loop<9, 2, 8, T, put_avx512>(rows, k, kh, n, out, out_stride);
-    default: return column_loop<0, 2, 8, T, put_avx512>(rows, k, kh, n, out, out_stride);
+    case 2: return column_loop<2, 2, 8, 16, T, put_avx512>(rows, k, kh, n, out, out_stride);
+    case 3: return column_loop<3, 2, 8, 16, T, put_avx512>(rows, k, kh, n, out, out_stride);
+    case 4: return column_loop<4, 2, 8, 16, T, put_avx512>(rows, k, kh, n, out, out_stride);
+    case 5: return column_loop<5, 2, 8, 16, T, put_avx512>(rows, k, kh, n, out, out_stride);
+    case 6: return column_loop<6, 2, 8, 16, T, put_avx512>(rows, k, kh, n, out, out_stride);
+    case 7: return column_loop<7, 2, 8, 16, T, put_avx512>(rows, k, kh, n, out, out_stride);
+    case 8: return column_loop<8, 2, 8, 16, T, put_avx512>(rows, k, kh, n, out, out_stride);
+    case 9: return column_loop<9, 2, 8, 16, T, put_avx512>(rows, k, kh, n, out, out_stride);
+    default: return column_loop<0, 2, 8, 16, T, put_avx512>(rows, k, kh, n, out, out_stride);
   }
 }
 #endif
 
 // column_rows: column_block rows at once with the counts up to 9 fixed as in taps_any; fewer
 // rows (a band's last) four at a time, then one at a time through taps_any.
-template <typename T>
+template <int L, typename T>
 inline __attribute__((always_inline)) void columns_any(const float* const* rows, const float* k, int kh, int count,
                                                        long long n, T* out, long long out_stride) {
   if (count != column_block) {
@@ -291,10 +320,12 @@ inline __attribute__((always_inline)) void columns_any(const float* const* rows,
     // then one at a time
     int j = 0;
     for (; j + 4 <= count; j += 4) {
-      if (wide_vectors() == 8) column_loop<0, 4, 4>(rows + count - 4 - j, k, kh, n, out + j * out_stride, out_stride);
-      else column_loop<0, 1, 4>(rows + count - 4 - j, k, kh, n, out + j * out_stride, out_stride);
+      if (wide_vectors() == 8)
+        column_loop<0, 4, 4, L>(rows + count - 4 - j, k, kh, n, out + j * out_stride, out_stride);
+      else
+        column_loop<0, 1, 4, L>(rows + count - 4 - j, k, kh, n, out + j * out_stride, out_stride);
     }
-    for (; j < count; ++j) taps_any(rows + count - 1 - j, k, kh, 1, n, out + j * out_stride);
+    for (; j < count; ++j) taps_any<L>(rows + count - 1 - j, k, kh, 1, n, out + j * out_stride);
     return;
   }
 #if defined(GPUCONV_COLUMN_AVX512)
@@ -302,39 +333,39 @@ inline __attribute__((always_inline)) void columns_any(const float* const* rows,
     if (wide_vectors() == 8) return column_rows_avx512(rows, k, kh, n, out, out_stride);
 #endif
   switch (kh) {
-    case 2: return column_any_width<2>(rows, k, kh, n, out, out_stride);
-    case 3: return column_any_width<3>(rows, k, kh, n, out, out_stride);
-    case 4: return column_any_width<4>(rows, k, kh, n, out, out_stride);
-    case 5: return column_any_width<5>(rows, k, kh, n, out, out_stride);
-    case 6: return column_any_width<6>(rows, k, kh, n, out, out_stride);
-    case 7: return column_any_width<7>(rows, k, kh, n, out, out_stride);
-    case 8: return column_any_width<8>(rows, k, kh, n, out, out_stride);
-    case 9: return column_any_width<9>(rows, k, kh, n, out, out_stride);
-    default: return column_any_width<0>(rows, k, kh, n, out, out_stride);
+    case 2: return column_any_width<2, L>(rows, k, kh, n, out, out_stride);
+    case 3: return column_any_width<3, L>(rows, k, kh, n, out, out_stride);
+    case 4: return column_any_width<4, L>(rows, k, kh, n, out, out_stride);
+    case 5: return column_any_width<5, L>(rows, k, kh, n, out, out_stride);
+    case 6: return column_any_width<6, L>(rows, k, kh, n, out, out_stride);
+    case 7: return column_any_width<7, L>(rows, k, kh, n, out, out_stride);
+    case 8: return column_any_width<8, L>(rows, k, kh, n, out, out_stride);
+    case 9: return column_any_width<9, L>(rows, k, kh, n, out, out_stride);
+    default: return column_any_width<0, L>(rows, k, kh, n, out, out_stride);
   }
 }
 
 }  // namespace
 
 GPUCONV_PER_ISA(taps_rows, (const float* const* rows, const float* k, int kh, int kw, long long n, float* out),
-                (rows, k, kh, kw, n, out), { taps_any(rows, k, kh, kw, n, out); })
+                (rows, k, kh, kw, n, out), { taps_any<L>(rows, k, kh, kw, n, out); })
 GPUCONV_PER_ISA(taps_rows, (const float* const* rows, const float* k, int kh, int kw, long long n, std::uint8_t* out),
-                (rows, k, kh, kw, n, out), { taps_any(rows, k, kh, kw, n, out); })
+                (rows, k, kh, kw, n, out), { taps_any<L>(rows, k, kh, kw, n, out); })
 GPUCONV_PER_ISA(taps_rows, (const float* const* rows, const float* k, int kh, int kw, long long n, std::uint16_t* out),
-                (rows, k, kh, kw, n, out), { taps_any(rows, k, kh, kw, n, out); })
+                (rows, k, kh, kw, n, out), { taps_any<L>(rows, k, kh, kw, n, out); })
 
 GPUCONV_PER_ISA(column_rows,
                 (const float* const* rows, const float* k, int kh, int count, long long n, float* out,
                  long long out_stride),
-                (rows, k, kh, count, n, out, out_stride), { columns_any(rows, k, kh, count, n, out, out_stride); })
+                (rows, k, kh, count, n, out, out_stride), { columns_any<L>(rows, k, kh, count, n, out, out_stride); })
 GPUCONV_PER_ISA(column_rows,
                 (const float* const* rows, const float* k, int kh, int count, long long n, std::uint8_t* out,
                  long long out_stride),
-                (rows, k, kh, count, n, out, out_stride), { columns_any(rows, k, kh, count, n, out, out_stride); })
+                (rows, k, kh, count, n, out, out_stride), { columns_any<L>(rows, k, kh, count, n, out, out_stride); })
 GPUCONV_PER_ISA(column_rows,
                 (const float* const* rows, const float* k, int kh, int count, long long n, std::uint16_t* out,
                  long long out_stride),
-                (rows, k, kh, count, n, out, out_stride), { columns_any(rows, k, kh, count, n, out, out_stride); })
+                (rows, k, kh, count, n, out, out_stride), { columns_any<L>(rows, k, kh, count, n, out, out_stride); })
 
 namespace {
 
