@@ -36,13 +36,8 @@ namespace {
 constexpr int taps_block = 256;
 
 // What the last pass stores: the sum (rounded and saturated for narrow voxels), or a
-// store_step's elementwise function of it (backend3d.hpp; float only).
+// store_step's elementwise function of it (backend3d.hpp; float only), chosen at compile time.
 enum class store_kind { plain, ratio, update };
-struct store_args {
-  const float* aux = nullptr;  // indexed as dst
-  const float* max_y = nullptr;
-  float epsilon = 0;
-};
 
 // The flat index of axis_taps_kernel (o, i / width, y0 / rows, i % width): its sizes, from the
 // host (64-bit divisions cost a warp of 512 outputs ~5% of its instructions).
@@ -62,7 +57,7 @@ template <int rows, typename idx_t, typename in_t, typename out_t, store_kind sk
 __global__ void __launch_bounds__(taps_block, 2)  // <= 128 registers: two blocks a multiprocessor
 axis_taps_kernel(const in_t* __restrict__ src, out_t* __restrict__ dst, long long outer, int n_src, int n_dst,
                  long long inner, int width, axis_walk walk, int off, boundary b, float outside,
-                 const float* __restrict__ taps, int K, store_args st) {
+                 const float* __restrict__ taps, int K, store_step st) {
   static_assert(sk == store_kind::plain || std::is_same_v<out_t, float>, "the RL steps store floats");
   float eps = 0.f;  // as deconvolve.cu's ratio_kernel: epsilon * max(y), one float multiply
   if constexpr (sk == store_kind::ratio) eps = st.epsilon * __ldg(st.max_y);
@@ -228,10 +223,10 @@ constexpr int axis_rows_per_thread = 16;  // the column and slice passes
 constexpr int taps_padding = 16;          // the taps table's chunks: a multiple of both
 
 // taps: the axis's taps in the padded table (zeros up to a whole chunk). sk, st: the store
-// (a step only on axis_taps_kernel, whatever inner is).
+// (a step only on axis_taps_kernel, whatever inner is; st's operands, sk its kind).
 template <store_kind sk = store_kind::plain, typename in_t, typename out_t>
 void axis_taps(const in_t* src, out_t* dst, long long outer, int n_src, int n_dst, long long inner, int off, boundary b,
-               float outside, const float* taps, int K, cudaStream_t stream, store_args st = {}) {
+               float outside, const float* taps, int K, cudaStream_t stream, store_step st = {}) {
   constexpr int rows = taps_rows_per_thread;
   if constexpr (std::is_same_v<out_t, float> && sk == store_kind::plain) {
     // rows: staged in shared memory (its window up to 48 KB: K up to ~10000)
@@ -366,21 +361,20 @@ class cuda3d_separable final : public plan3d::impl {
     // the slab holds every slice the band reads: output slice z reads slab slices z .. z + kd - 1
     const int n_src = slab ? (int)slices : (int)p.depth, n_dst = slab ? (int)(slices - (p.kd - 1)) : (int)g.out_d;
     const int off = slab ? p.kd - 1 : (int)g.oz;
-    auto slice_pass = [&](auto kind, store_args st) {
+    auto slice_pass = [&](auto kind, const store_step& st) {
       axis_taps<decltype(kind)::value>(t2, out, volumes, n_src, n_dst, g.out_h * g.out_w, off, b, o.slices, depth_taps(),
                                        p.kd, stream, st);
     };
     if constexpr (std::is_same_v<T, float>) {
       if (step != nullptr) {
-        const store_args st{step->aux, step->max_y, step->epsilon};
         if (step->what == store_step::kind::ratio)
-          slice_pass(std::integral_constant<store_kind, store_kind::ratio>{}, st);
+          slice_pass(std::integral_constant<store_kind, store_kind::ratio>{}, *step);
         else
-          slice_pass(std::integral_constant<store_kind, store_kind::update>{}, st);
+          slice_pass(std::integral_constant<store_kind, store_kind::update>{}, *step);
         return;
       }
     }
-    slice_pass(std::integral_constant<store_kind, store_kind::plain>{}, store_args{});
+    slice_pass(std::integral_constant<store_kind, store_kind::plain>{}, store_step{});
   }
 
   void run_whole(const void* in, void* out, pixel px, cudaStream_t stream) {
