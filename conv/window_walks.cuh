@@ -102,6 +102,36 @@ __device__ GPUCONV_INLINE void store4(out_t* p, const float (&v)[4]) {
   }
 }
 
+// 4 outputs as one store, for a thread whose 4 columns lie in the row and whose pointer is
+// aligned to the 4 pixels: one 16-, 4- or 8-byte store (written out: the compiler otherwise
+// merges it with the per-pixel stores of the edge path and splits it into four). Narrow pixels:
+// rounded half to even and saturated (NaN to 0) as store_pixel does, by the unsigned
+// conversion (which saturates below 0 and takes NaN to 0) and a minimum.
+template <typename out_t>
+__device__ GPUCONV_INLINE void store4_aligned(out_t* p, const float (&v)[4]) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same_v<out_t, float>) {
+    asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
+                 : "memory");
+  } else {
+    constexpr unsigned hi = std::is_same_v<out_t, std::uint8_t> ? 255u : 65535u;
+    unsigned q[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) q[c] = min(__float2uint_rn(v[c]), hi);
+    if constexpr (std::is_same_v<out_t, std::uint8_t>) {
+      const unsigned packed = __byte_perm(__byte_perm(q[0], q[1], 0x0040), __byte_perm(q[2], q[3], 0x0040), 0x5410);
+      asm volatile("st.global.u32 [%0], %1;\n" ::"l"(p), "r"(packed) : "memory");
+    } else {
+      asm volatile("st.global.v2.u32 [%0], {%1, %2};\n" ::"l"(p), "r"(__byte_perm(q[0], q[1], 0x5410)),
+                   "r"(__byte_perm(q[2], q[3], 0x5410))
+                   : "memory");
+    }
+  }
+#else
+  store4(p, v);
+#endif
+}
+
 // The thread's outputs of the block's tile at (y0, x0) of output plane `plane` (rounded and
 // saturated for narrow pixels; 4-pixel stores where the row and pointer allow).
 template <int R, typename out_t>
@@ -111,6 +141,14 @@ __device__ GPUCONV_INLINE void store_tile(const window_acc<R>& acc, out_t* out, 
   out_t* dst = out + (plane * m.out_step + m.out_offset) * m.out_h * m.out_w;
   const long long x = x0 + threadIdx.x * C;
   if (x >= m.out_w) return;
+  const long long y_first = y0 + threadIdx.y * R;
+  if (vector_store && x + C <= m.out_w && y_first + R <= m.out_h) {
+    // all R rows in the output, 4 columns in each: one store a row, the pointer stepped
+    out_t* p = dst + y_first * m.out_w + x;
+#pragma unroll
+    for (int a = 0; a < R; ++a, p += m.out_w) store4_aligned(p, acc[a]);
+    return;
+  }
 #pragma unroll
   for (int a = 0; a < R; ++a) {
     const long long y = y0 + threadIdx.y * R + a;
