@@ -136,21 +136,22 @@ double cuda_direct_ps_per_pixel(int kh, int kw) {
   const double kw4 = (kw + 3) / 4 * 4;
   if (direct_unrolled(kh, kw)) {
     const double t = double(kh) * kw;
-    return 3.1 + 0.015 * t + 1.53e-4 * t * t;
+    return 3.33 + 2.22e-4 * t * t;
   }
   const double taps = kw == 1 ? 1.15 * kh : kh == 1 ? 1.1 * kw4 : 1.4 * kh * kw4;
   return 2.9 + 0.045 * taps;
 }
 
-double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, int tile_h) {
+double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, int tile_h, std::size_t tile_bytes) {
   const bool tile = separable_tiles::uses_tile(kh, kw);
   const double kw4 = (kw + 3) / 4 * 4, rows = tile ? tile_h : double(out_h);
   const double taps = 1.1 * kw4 * (rows + kh - 1) / rows + 1.15 * kh;
   // fitted to gpuconv-bench sweep on the H100 (rank-1 kernels on 4096^2 and 3 x 3000 x 4000): the
-  // shared tile 6.1-6.7 ps a pixel at K = 5-9, 7.7 at 15, 9 at 21, 14.4 at 31 (past 24 taps a side
-  // the tile's rows fill shared memory: fewer blocks per SM); the two passes through global
-  // memory 15.2 ps at K = 63, 25.2 at 127, 53 at 255
-  if (tile) return (5.3 + 0.061 * taps) * (kh > 24 || kw > 24 ? 1.35 : 1.0);
+  // shared tile (session 21's loader and stores) 4.4 ps a pixel at K = 3, 4.7 at 7, 5.6 at 15,
+  // 6.5 at 21, 6.9 at 25, and 14.1 at 31, where a block's tile (116 KB on 4096^2) leaves one
+  // block a multiprocessor instead of two (228 KB of shared memory, 1 KB of it reserved a
+  // block); the two passes through global memory 15.2 ps at K = 63, 25.2 at 127, 53 at 255
+  if (tile) return (4.0 + 0.040 * taps) * (tile_bytes > 113 * 1024 ? 1.9 : 1.0);
   return 3.1 + 0.084 * taps;
 }
 
@@ -209,8 +210,10 @@ cuda_choice choose_cuda_method(const std::vector<float>& kernels, int count, int
     if (f.found() && separable_tiles::supports(kh, kw)) {
       const bool tile = separable_tiles::uses_tile(kh, kw);
       const int tile_h = tile ? direct_tiling(out_h, out_w, kh, kw).valid_h : 0;
-      const double per_pixel = !tile && box_factors(f, count, kh, kw) ? cuda_box_ps_per_pixel(kh, out_h)
-                                                                      : cuda_separable_ps_per_pixel(kh, kw, out_h, tile_h);
+      const std::size_t bytes = tile ? separable_tiles::tile_shared_bytes(out_h, out_w, kh, kw) : 0;
+      const double per_pixel = !tile && box_factors(f, count, kh, kw)
+                                   ? cuda_box_ps_per_pixel(kh, out_h)
+                                   : cuda_separable_ps_per_pixel(kh, kw, out_h, tile_h, bytes);
       const double cost = per_pixel * (tile ? waste(kh, kw) : std::max(waste(1, kw), waste(kh, 1))) * outputs;
       if (forced == cuda_path::separable || cost < best.cost_ps)
         best = {cuda_path::separable, direct_tiling(out_h, out_w, kh, 1), std::move(f), cost};  // the column pass's blocks

@@ -13,6 +13,7 @@
 // The chooser prices each method in nanoseconds per output pixel, from gpuconv-bench-cpu
 // --method on the 2-core AVX-512 machine (docs/benchmarks.md); only the ratios matter. A forced method (plan_options::cpu) is checked here: separable needs a rank-1 kernel.
 #pragma once
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -87,9 +88,9 @@ cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int k
 // output pixel on the H100. The FFT paths' constants were measured (tiling.hpp); direct's
 // unrolled walk and separable's were fitted to gpuconv-bench sweep (docs/benchmarks.md,
 // docs/notes-conv.md):
-//   direct     on the unrolled walk (square odd 3..11, t = kh * kw) 3.1 + 0.015 t + 1.53e-4 t^2
-//              (fitted after session 16's loader to 4096^2 and 3 x 3000 x 4000, K = 1..11:
-//              3.2 ps at K = 3, 5.3 at 9, 7.2 at 11, where the walk's registers grow); else
+//   direct     on the unrolled walk (square odd 3..11, t = kh * kw) 3.33 + 2.22e-4 t^2
+//              (fitted after session 21's interior loader and stores to 4096^2, K = 1..11:
+//              3.3 ps at K = 3, 3.9 at 7, 4.8 at 9, 6.6 at 11, where the walk's registers grow); else
 //              2.9 + 0.045 * taps, taps = 1.15 kh on the column walk (kw = 1), 1.1
 //              round_up(kw, 4) on the row walk (kh = 1), 1.4 kh * round_up(kw, 4) on the
 //              generic one (0.045: session 13's instruction-count estimate, ~75% of the FMA
@@ -97,7 +98,8 @@ cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int k
 //   separable  with t = 1.1 round_up(kw, 4) (rows + kh - 1) / rows + 1.15 kh: two passes
 //              through a float intermediate (16 B a pixel, rows = out_h) 3.1 + 0.084 t; up to
 //              32 taps a side both passes in one tile (8 B a pixel, the row pass redone over
-//              each tile's halo rows, rows = tile_h) 5.3 + 0.061 t, x 1.35 past 24 taps a side;
+//              each tile's halo rows, rows = tile_h) 4.0 + 0.040 t, x 1.9 where a block's
+//              tile takes more than 113 KB of shared memory (one block a multiprocessor, not two);
 // both times the shape's waste (the blocks' output tiles over the output: small images leave
 // threads idle). Direct is not chosen beyond max_direct_taps (float sums, as on the CPU).
 double cuda_direct_ps_per_pixel(int kh, int kw);
@@ -106,7 +108,7 @@ double cuda_direct_ps_per_pixel(int kh, int kw);
 inline constexpr long long max_direct_taps = 128;
 // tile_h: the rows of a block's tile (the row pass runs over tile_h + kh - 1 rows of it when the
 // passes share a tile, separable_tiles::uses_tile; over out_h + kh - 1 rows otherwise)
-double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, int tile_h);
+double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, int tile_h, std::size_t tile_bytes = 0);
 // box kernels (every factor of the column equal, and of the row: separable_tiles::is_box_size)
 // run as running sums: the 16 B a pixel of the two passes, ~7.5 ps, whatever K.
 double cuda_box_ps_per_pixel(int kh, long long out_h);

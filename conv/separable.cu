@@ -83,6 +83,10 @@ bool separable_tiles::in_tile() const { return uses_tile(kh_, kw_); }
 
 bool separable_tiles::uses_tile(int kh, int kw) { return kh <= tile_max_side && kw <= tile_max_side; }
 
+std::size_t separable_tiles::tile_shared_bytes(long long out_h, long long out_w, int kh, int kw) {
+  return tile_shape_for(out_h, out_w, kh, kw).layout.bytes;
+}
+
 template <typename T>
 void separable_tiles::run_tile(const T* in, T* out, const window_map& m, int k, cudaStream_t stream) const {
   const tile_shape t = tile_shape_for(m.out_h, m.out_w, kh_, kw_);

@@ -27,6 +27,9 @@ class separable_tiles {
   // The sizes whose passes run in one kernel, the intermediate in shared memory (boxes too:
   // up to 32 taps the tile's 8 B a pixel beat the running sums' 16).
   static bool uses_tile(int kh, int kw);
+  // The shared memory a block of the shared tile takes for out_h x out_w outputs (the cost model:
+  // past ~113 KB two blocks no longer fit a multiprocessor).
+  static std::size_t tile_shared_bytes(long long out_h, long long out_w, int kh, int kw);
 
   // f: the bank's factors, `count` columns of kh and rows of kw one after another. Throws
   // std::invalid_argument when !supports(kh, kw) or the factors do not match the sizes.
