@@ -48,7 +48,9 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt
 "$bin" --version | tee "$out/version.txt"
 
 if [ "$run_tests" = 1 ]; then
-  GPUCONV_CLI_PATH=$PWD/$bin "$tests" --reporter compact > "$out/app-tests.log" 2>&1
+  # the CLI tests run the binary by an absolute path (GPUCONV_BIN may be relative or absolute)
+  GPUCONV_CLI_PATH=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin") "$tests" --reporter compact \
+    > "$out/app-tests.log" 2>&1
   summary+=("app tests (portable, nvJPEG on): rc=$? $(grep -E '^(All tests passed|test cases:)' "$out/app-tests.log" | tail -1)")
   grep -E "FAILED|failed" "$out/app-tests.log" | head -20
   bash scripts/gpu-cli-check.sh "$bin" > "$out/cli-check.log" 2>&1
