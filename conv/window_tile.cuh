@@ -25,6 +25,16 @@ __device__ GPUCONV_INLINE void copy_pixel(float* dst, const in_t* src) {
   *dst = static_cast<float>(*src);
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+// The 32-bit shared-window address of p, taken once in asm: ptxas otherwise recomputes the
+// window's base at every element of the copy loops.
+__device__ GPUCONV_INLINE unsigned shared_address(const float* p) {
+  unsigned a;
+  asm volatile("{\n\t.reg .u64 t;\n\tcvta.to.shared.u64 t, %1;\n\tcvt.u32.u64 %0, t;\n\t}" : "=r"(a) : "l"(p));
+  return a;
+}
+#endif
+
 __device__ GPUCONV_INLINE void wait_copies() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.wait_all;\n" ::: "memory");
@@ -49,10 +59,7 @@ __device__ GPUCONV_INLINE void load_interior(const in_t* src, long long width, i
   const long long src_step = (long long)groups * width;
   if constexpr (std::is_same_v<in_t, float>) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    unsigned dst;  // the shared address of row g's element l (ptxas recomputes it otherwise)
-    asm volatile("{\n\t.reg .u64 t;\n\tcvta.to.shared.u64 t, %1;\n\tcvt.u32.u64 %0, t;\n\t}"
-                 : "=r"(dst)
-                 : "l"(sm + g * stride + l));
+    unsigned dst = shared_address(sm + g * stride + l);  // row g's element l
     const unsigned dst_step = 4u * unsigned(groups * stride), tail_bytes = tail_copy ? 4u : 0u;
     const unsigned tail_on = tail_write ? 1u : 0u;
     const float* tail_src = src + (tail_copy ? 32 * full : 0);  // a pad column reads nothing: the row's first
@@ -144,10 +151,7 @@ __device__ GPUCONV_INLINE void load_tile(const in_t* __restrict__ plane, const w
       }
       const bool inside_y = y_first >= 0 && y_first + rows <= m.height;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-      unsigned base;  // the shared address of sm[l]
-      asm volatile("{\n\t.reg .u64 t;\n\tcvta.to.shared.u64 t, %1;\n\tcvt.u32.u64 %0, t;\n\t}"
-                   : "=r"(base)
-                   : "l"(sm + l));
+      const unsigned base = shared_address(sm + l);
       const unsigned step = 4u * unsigned(per_row);
 #endif
       if (inside_x && per_row == 32) {

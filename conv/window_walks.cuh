@@ -151,7 +151,7 @@ __device__ GPUCONV_INLINE void store_tile(const window_acc<R>& acc, out_t* out, 
   }
 #pragma unroll
   for (int a = 0; a < R; ++a) {
-    const long long y = y0 + threadIdx.y * R + a;
+    const long long y = y_first + a;
     if (y >= m.out_h) break;
     out_t* row = dst + y * m.out_w;
     if (vector_store && x + C <= m.out_w) {
