@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -29,6 +30,15 @@ void fsync_directory(const fs::path& p) {
   if (fd < 0) return;
   ::fsync(fd);
   ::close(fd);
+}
+
+// GPUCONV_FSYNC=0 leaves out the fsync calls (measurements only: what durability costs).
+bool fsync_outputs() {
+  static const bool on = [] {
+    const char* e = std::getenv("GPUCONV_FSYNC");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
 }
 
 // Removes the temp file unless released: every exit path but the successful move.
@@ -93,7 +103,7 @@ void write_bytes_atomic(const fs::path& out, const std::vector<unsigned char>& b
     }
     written += std::size_t(n);
   }
-  if (::fsync(fd) != 0) {
+  if (fsync_outputs() && ::fsync(fd) != 0) {
     const int e = errno;
     ::close(fd);
     throw output_error(name + ": fsync failed: " + errno_text(e));
@@ -115,7 +125,7 @@ void write_bytes_atomic(const fs::path& out, const std::vector<unsigned char>& b
       throw output_error(name + ": cannot be written: " + errno_text(errno));
   }
   guard.armed = false;
-  fsync_directory(dir);
+  if (fsync_outputs()) fsync_directory(dir);
 }
 
 }  // namespace gpuconv::app

@@ -60,7 +60,7 @@ class bounded_queue {
     std::unique_lock lock(mutex_);
     not_full_.wait(lock, [&] { return items_.size() < capacity_; });
     items_.push_back(std::move(item));
-    not_empty_.notify_one();
+    not_empty_.notify_all();  // a decode stage may be waiting for a fuller batch beside a waiting consumer
   }
 
   std::optional<T> pop() {
@@ -73,11 +73,13 @@ class bounded_queue {
     return item;
   }
 
-  // Waits for one item, then takes up to `most` of those already queued; empty when closed
-  // and drained.
-  std::vector<T> pop_up_to(std::size_t most) {
+  // Waits for one item, then for up to `most` items for at most `patience` (or until closed),
+  // then takes up to `most` of those queued; empty when closed and drained.
+  std::vector<T> pop_up_to(std::size_t most, std::chrono::milliseconds patience = std::chrono::milliseconds(0)) {
     std::unique_lock lock(mutex_);
     not_empty_.wait(lock, [&] { return !items_.empty() || closed_; });
+    if (patience.count() > 0)
+      not_empty_.wait_for(lock, patience, [&] { return items_.size() >= most || closed_; });
     std::vector<T> out;
     while (!items_.empty() && out.size() < most) {
       out.push_back(std::move(items_.front()));
@@ -135,6 +137,16 @@ std::size_t gpu_batch_size() {
     if (n >= 1 && n <= 64) return std::size_t(n);
   }
   return 8;
+}
+// How long a GPU decode stage waits for a full batch once one JPEG is there: nvJPEG's batched
+// decoder is initialised for one batch size, and a batch of another size initialises it again.
+// GPUCONV_DECODE_PATIENCE_MS overrides (0..1000; 0: take what is there).
+std::chrono::milliseconds decode_patience() {
+  if (const char* env = std::getenv("GPUCONV_DECODE_PATIENCE_MS")) {
+    const int n = std::atoi(env);
+    if (n >= 0 && n <= 1000) return std::chrono::milliseconds(n);
+  }
+  return std::chrono::milliseconds(20);
 }
 // GPU decode stages (threads), each taking one of nvJPEG's decoder states when free. A batch
 // call returns when its decode has finished, so several stages keep the decoder fed: H100
@@ -373,6 +385,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   const int gpu_worker_count = gpu ? gpu_workers() : 0;
   const std::size_t gpu_batch = gpu_batch_size();
   const int decode_stages = decode_stage_count();
+  const std::chrono::milliseconds full_batch_patience = decode_patience();
   pipeline::device_pool decoded_on_gpu(staged_images + std::size_t(gpu_worker_count) + decode_stages * gpu_batch);
   const bool decode_stage = gpu && c->settings().decoder != jpeg_decoder::cpu &&
                             std::any_of(items.begin(), items.end(), [](const batch_item& it) { return is_jpeg_name(it.input); });
@@ -456,7 +469,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
     for (std::vector<work> batch;;) {
       {
         auto t = stats.time(stage_stats::gpu_decode_input);
-        batch = decoded.pop_up_to(gpu_batch);
+        batch = decoded.pop_up_to(gpu_batch, full_batch_patience);
       }
       if (batch.empty()) break;
       if (interrupted()) continue;  // drain: the decoders are stopping
