@@ -79,12 +79,38 @@ inline __attribute__((always_inline)) void store(float* p, typename vecs<L>::f v
 
 namespace {
 
+#if defined(__x86_64__)
+// put() below for uint8/uint16 on the baseline (SSE2), where GCC lowers the generic vectors'
+// int32 -> uint8/uint16 conversion (and byte shuffles) to one extract/shift/or per value:
+// vmaxps (NaN and negatives to 0, as put's first clamp: the second operand is returned for a
+// NaN), vminps (the top), vcvtps2dq (round half to even, the default rounding mode: put's
+// rounding for values in range), then packs.
+inline __attribute__((always_inline)) __m128i rounded_sse2(__m128 v, float top) {
+  return _mm_cvtps_epi32(_mm_min_ps(_mm_max_ps(v, _mm_setzero_ps()), _mm_set1_ps(top)));
+}
+inline __attribute__((always_inline)) void put_sse2(std::uint8_t* p, __m128 v) {
+  const __m128i q = rounded_sse2(v, 255.f);
+  const __m128i w = _mm_packs_epi32(q, q);  // 0..255 fits int16
+  const int bytes = _mm_cvtsi128_si32(_mm_packus_epi16(w, w));
+  __builtin_memcpy(p, &bytes, 4);
+}
+inline __attribute__((always_inline)) void put_sse2(std::uint16_t* p, __m128 v) {
+  // 0..65535 shifted into int16's range for the signed pack (SSE2 has no unsigned one), then back
+  const __m128i q = _mm_sub_epi32(rounded_sse2(v, 65535.f), _mm_set1_epi32(32768));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_xor_si128(_mm_packs_epi32(q, q), _mm_set1_epi16(-32768)));
+}
+#endif
+
 // L outputs to memory: float as is; uint8/uint16 rounded half to even and saturated as in
 // narrow_loop below (clamp first, NaN to 0, then the 1.5 * 2^23 rounding).
 template <int L, typename T>
 inline __attribute__((always_inline)) void put(T* p, typename vecs<L>::f v) {
   if constexpr (std::is_same_v<T, float>) {
     store<L>(p, v);
+#if defined(__x86_64__)
+  } else if constexpr (L == 4) {
+    put_sse2(p, __m128(v));
+#endif
   } else {
     typedef typename vecs<L>::f vf;
     constexpr float hi = sizeof(T) == 1 ? 255.f : 65535.f, magic = 12582912.f;
@@ -92,7 +118,18 @@ inline __attribute__((always_inline)) void put(T* p, typename vecs<L>::f v) {
     v = v > zero ? v : zero;
     v = v < top ? v : top;
     const typename vecs<L>::i q = __builtin_convertvector((v + magic) - magic, typename vecs<L>::i);
-    if constexpr (sizeof(T) == 1)
+    if constexpr (L == 8) {
+      // AVX2: the low byte / half of each int32 picked by a shuffle (vpshufb, vpermq, vpor); GCC
+      // lowers the conversion below to one vpextrd/shift/or per value there (the separable pass's
+      // column stores took ~30% of its time at K = 3)
+      typedef T narrow __attribute__((vector_size(32)));
+      typedef T picked __attribute__((vector_size(8 * sizeof(T)), aligned(sizeof(T))));
+      const narrow b = (narrow)q;
+      if constexpr (sizeof(T) == 1)
+        *reinterpret_cast<picked*>(p) = __builtin_shufflevector(b, b, 0, 4, 8, 12, 16, 20, 24, 28);
+      else
+        *reinterpret_cast<picked*>(p) = __builtin_shufflevector(b, b, 0, 2, 4, 6, 8, 10, 12, 14);
+    } else if constexpr (sizeof(T) == 1)
       *reinterpret_cast<typename vecs<L>::u8_unaligned*>(p) = __builtin_convertvector(q, typename vecs<L>::u8);
     else
       *reinterpret_cast<typename vecs<L>::u16_unaligned*>(p) = __builtin_convertvector(q, typename vecs<L>::u16);

@@ -13,6 +13,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <vector>
 #include <thread>
 
 #include "conv/cpu_rows.hpp"
@@ -139,6 +141,48 @@ TEST_CASE("CPU column_rows: each row as taps_rows gives it", "[conv]") {
   check_column_rows<float>();
   check_column_rows<std::uint8_t>();
   check_column_rows<std::uint16_t>();
+}
+
+// The narrow stores of every vector width (AVX-512, AVX2, SSE2: whichever GPUCONV_CPU_ISA
+// selects; CTest runs the "CPU *" cases under avx2 too) against the rule written out here:
+// NaN and negatives to 0, above the top to the top, else rounded half to even. The sums are
+// the values themselves (one tap of 1), through taps_rows and column_rows (8 rows), over
+// lengths that leave full blocks and tails of every width.
+template <typename T>
+void check_narrow_stores() {
+  const float top = sizeof(T) == 1 ? 255.f : 65535.f;
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> special = {std::nanf(""), -inf, inf, -1.f, -0.5f, -0.f, 0.f, 0.5f, 1.5f, 2.5f, 3.49f,
+                                      3.5f, 126.5f, 127.5f, 254.5f, 254.51f, 255.f, 255.5f, 256.f, 1000.5f,
+                                      32767.5f, 65534.5f, 65535.f, 65535.5f, 65536.f, 3e9f, 5e9f, 1e30f, -3e9f};
+  const auto expected = [&](float v) -> T {
+    if (!(v > 0.f)) return T(0);
+    if (v >= top) return T(top);
+    return T(std::nearbyint(v));  // the default rounding mode: ties to even
+  };
+  for (long long n : {1LL, 3LL, 4LL, 7LL, 8LL, 15LL, 16LL, 17LL, 31LL, 33LL, 64LL, 100LL, 129LL}) {
+    INFO("n " << n);
+    std::vector<float> in((std::size_t)n);
+    for (long long t = 0; t < n; ++t) in[(std::size_t)t] = special[(std::size_t)((t * 7) % (long long)special.size())];
+    const float one = 1.f;
+    const float* row = in.data();
+    std::vector<T> got((std::size_t)n);
+    taps_rows(&row, &one, 1, 1, n, got.data());
+    bool same = true;
+    for (long long t = 0; t < n; ++t) same = same && got[(std::size_t)t] == expected(in[(std::size_t)t]);
+    CHECK(same);
+    const std::vector<const float*> rows(column_block, in.data());
+    std::vector<T> block((std::size_t)(n * column_block));
+    column_rows(rows.data(), &one, 1, column_block, n, block.data(), n);
+    same = true;
+    for (std::size_t i = 0; i < block.size(); ++i) same = same && block[i] == expected(in[i % (std::size_t)n]);
+    CHECK(same);
+  }
+}
+
+TEST_CASE("CPU narrow stores: NaN, infinities, negatives, ties and values past the top", "[conv]") {
+  check_narrow_stores<std::uint8_t>();
+  check_narrow_stores<std::uint16_t>();
 }
 
 // row_taps (the separable row pass, read in place in the pixel type) gives taps_rows's result
