@@ -39,7 +39,7 @@ struct nvjpeg_api {
   GPUCONV_NVJPEG_FN(nvjpegEncodeRetrieveBitstream)
 #undef GPUCONV_NVJPEG_FN
   nvjpegHandle_t decode_handle = nullptr;  // hardware backend where there is one
-  nvjpegHandle_t encode_handle = nullptr;  // default backend
+  nvjpegHandle_t encode_handle = nullptr;  // the decoder's
   const char* backend = "none";
   // Decoder states for the process, each used by one thread at a time (creating one costs
   // 0.3-0.9 s on the H100). The first is made with the handles; the others afterwards, in
@@ -57,8 +57,8 @@ struct nvjpeg_api {
 nvjpeg_api api;
 nvjpeg_status status;
 std::atomic<bool> loaded{false};
-// The encoder's handle exists (set by its thread, ~0.3 s into the load): workers encode on the
-// GPU from then on, while the decoder's handle and state take another 0.5-1 s.
+// The handle exists (~0.3 s into the load): workers encode on the GPU from then on, while the
+// decoder state takes another ~0.35 s.
 std::atomic<bool> encoder_up{false};
 
 // GPUCONV_NVJPEG_DEBUG=1: the time of every nvJPEG set-up and work call on std::cerr.
@@ -152,18 +152,16 @@ void load() {
   api.nvjpegGetProperty(MINOR_VERSION, &minor);
   api.nvjpegGetProperty(PATCH_LEVEL, &patch);
   const std::string version = "nvJPEG " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
-  // The decoder's handle and the encoder's are created on two threads (each takes 0.3-0.7 s
-  // on an H100). The hardware decoder exists on A100/H100-class GPUs only; elsewhere its
-  // handle fails and the GPU-assisted hybrid backend decodes. GPUCONV_NVJPEG_BACKEND=hybrid
-  // forces the latter (for measurements).
+  // One handle for the decoder and the encoder (0.28 s on an H100). With a second handle for the
+  // encoder, created on another thread, the two creations and the decoder state's serialised in
+  // about half the runs: nvJPEG's decoder first used 0.91-0.93 s into a 480-photo batch instead
+  // of 0.63-0.67 s; with one, 0.63-0.66 s in every run, the encoder's output the same bytes.
+  // The encoder is usable as soon as the handle exists, before the decoder state. The hardware
+  // decoder exists on A100/H100-class GPUs only; elsewhere its handle fails and the
+  // GPU-assisted hybrid backend decodes. GPUCONV_NVJPEG_BACKEND=hybrid forces the latter (for
+  // measurements).
   const char* forced = std::getenv("GPUCONV_NVJPEG_BACKEND");
   const bool hybrid_only = forced && std::string(forced) == "hybrid";
-  nvjpegStatus_t encoder_status = NVJPEG_STATUS_NOT_INITIALIZED;
-  std::thread encoder_thread([&] {
-    debug_timer te{"encoder handle", -1};
-    encoder_status = api.nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &api.encode_handle);
-    if (encoder_status == NVJPEG_STATUS_SUCCESS) encoder_up = true;
-  });
   // Chroma upsampled by interpolation, as libjpeg's default "fancy upsampling" does (nvJPEG's
   // default replicates samples: up to 30+ levels from libjpeg at chroma edges); strict
   // bitstream checks, so that a damaged stream is an error (then the CPU decoder reports it).
@@ -178,6 +176,10 @@ void load() {
                NVJPEG_STATUS_SUCCESS) {
       api.backend = "GPU hybrid decoder";
     }
+    if (api.decode_handle) {
+      api.encode_handle = api.decode_handle;
+      encoder_up = true;
+    }
   }
   // the decoder state all workers share (one at a time): it takes another 0.3-0.5 s
   bool state_ok = false;
@@ -186,13 +188,8 @@ void load() {
     state_ok = api.nvjpegJpegStateCreate(api.decode_handle, &api.decoders[0].state) == NVJPEG_STATUS_SUCCESS;
     api.decoders[0].ready = state_ok;
   }
-  encoder_thread.join();
   if (!api.decode_handle || !state_ok) {
     status.text = version + ": no decoder could be created (no usable CUDA device?)";
-    return;
-  }
-  if (encoder_status != NVJPEG_STATUS_SUCCESS) {
-    status.text = version + ": the encoder could not be created";
     return;
   }
   status.available = true;
@@ -257,7 +254,7 @@ struct jpeg_gpu::state {
 };
 
 jpeg_gpu::jpeg_gpu(cudaStream_t stream) : s_(std::make_unique<state>()) {
-  // an encoder needs only the encoder's handle (no wait for the decoder's set-up)
+  // an encoder needs only the handle (no wait for the decoder state)
   if (!encoder_up && !nvjpeg_library().available)
     throw std::runtime_error("nvJPEG is not available: " + nvjpeg_library().text);
   s_->stream = stream;
