@@ -4,7 +4,7 @@
 # Logs go to $OUT (the device tool's output folder) or ./gpu-check-logs.
 #   scripts/gpu-check.sh [--no-bench] [--bench-only] [--benches fft1d,conv(,fft3d,conv3d,sweep,deconvolve)] [--tests FILTER] [--sanitize]
 #                        [--sanitize-tools memcheck,racecheck,synccheck] [--sanitize-cap SECONDS]
-#                        [--sanitize-filter CATCH2_SPEC]
+#                        [--sanitize-filter CATCH2_SPEC] [--sanitize-jobs N]
 #                        [--sizes n1,n2] [--reps R]
 #                        [--variant NAME='-DFLAG=V ...']...   (extra builds with other CUDA flags, benchmarked too)
 set -uo pipefail
@@ -13,10 +13,14 @@ final_out=${OUT:-$PWD/gpu-check-logs}
 out="$final_out/logs"  # packed into logs.tgz at the end (the device tool returns few files)
 build=${GPUCONV_BUILD_DIR:-build-gpu}
 run_tests=1 run_bench=1 sanitize=0 bench_args=() variants=() benches=fft1d,conv test_filter=""
-# compute-sanitizer runs each tool over the [gpu] tests to completion: the cap only guards against a
-# hang (a tool cut by it is reported as INCOMPLETE and fails the check); split the tools over several
-# calls with --sanitize-tools when one call's time limit is shorter than the three together.
-san_tools=memcheck,racecheck,synccheck san_cap=1500 san_filter="[gpu]"
+# compute-sanitizer runs each tool over the [gpu] tests to completion, one process per test case,
+# --sanitize-jobs of them at once (racecheck over all of them in one process took longer than a
+# device call; ten at once: every case but one in 320 s). The cap is per test case and only guards
+# against a hang (a case cut by it is reported as INCOMPLETE and fails the check); each case's log
+# is kept and the first report of a case with errors goes to sanitize-TOOL-problems.txt and the
+# summary. Split the tools over several calls with --sanitize-tools where one call's time limit
+# is shorter than the three together.
+san_tools=memcheck,racecheck,synccheck san_cap=1500 san_filter="[gpu]" san_jobs=6
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-bench) run_bench=0 ;;
@@ -28,6 +32,7 @@ while [ $# -gt 0 ]; do
     --sanitize-tools) san_tools=$2; sanitize=1; shift ;;
     --sanitize-cap) san_cap=$2; shift ;;
     --sanitize-filter) san_filter=$2; shift ;;
+    --sanitize-jobs) san_jobs=$2; shift ;;
     --variant) variants+=("$2"); shift ;;
     *) echo "gpu-check.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -56,17 +61,45 @@ if [ "$run_tests" = 1 ]; then
   [ "$test_rc" = 0 ] || grep -E "Failed|FAILED|with expansion|REQUIRE|CHECK" "$out/ctest.log" | head -40
 fi
 
-# compute-sanitizer over the [gpu] tests: each tool to completion (see san_cap above)
+# compute-sanitizer over the [gpu] tests: each tool to completion, a process per test case (see
+# san_cap above)
 san_lines=()
+# one test case under one tool: its log, and a line "rc seconds | name | summary" in a .sum file
+sanitize_case() {
+  local tool=$1 name=$2 id spec t0 rc
+  id=$(printf '%s' "$name" | md5sum | cut -c1-10)
+  spec=$(printf '%s' "$name" | sed -e 's/[][\\,*]/\\&/g')  # Catch2 test spec: \ , [ ] * escaped
+  t0=$(date +%s)
+  timeout "$san_cap" compute-sanitizer --tool "$tool" --error-exitcode 99 "$build/tests/gpuconv_tests" "$spec" \
+    > "$out/sanitize-$tool-$id.log" 2>&1
+  rc=$?
+  printf '%s %s | %s | %s\n' "$rc" "$(( $(date +%s) - t0 ))" "$name" \
+    "$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test cases|All tests passed" "$out/sanitize-$tool-$id.log" | tr '\n' ' ')" \
+    > "$out/sanitize-$tool-$id.sum"
+}
 if [ "$sanitize" = 1 ]; then
+  export -f sanitize_case
+  export build out san_cap
+  mapfile -t san_cases < <("$build/tests/gpuconv_tests" --list-tests --verbosity quiet "$san_filter")
   for tool in ${san_tools//,/ }; do
     t0=$(date +%s)
-    timeout "$san_cap" compute-sanitizer --tool "$tool" --error-exitcode 99 "$build/tests/gpuconv_tests" "$san_filter" \
-      > "$out/sanitize-$tool.log" 2>&1
-    rc=$?
-    case $rc in 0) verdict=clean ;; 124) verdict="INCOMPLETE: cut at ${san_cap}s" ;; *) verdict=FAILED ;; esac
-    san_lines+=("compute-sanitizer $tool: rc=$rc ($verdict, $(( $(date +%s) - t0 ))s); $(grep -E "ERROR SUMMARY|test cases" "$out/sanitize-$tool.log" | tr '\n' ' ')")
-    [ $rc = 0 ] || test_rc=1
+    rm -f "$out/sanitize-$tool-"*.sum
+    printf '%s\0' "${san_cases[@]}" | xargs -0 -P "$san_jobs" -I{} bash -c 'sanitize_case "$0" "$1"' "$tool" {}
+    cat "$out/sanitize-$tool-"*.sum > "$out/sanitize-$tool.txt" 2>/dev/null
+    cases=$(wc -l < "$out/sanitize-$tool.txt")
+    clean=$(grep -c '^0 ' "$out/sanitize-$tool.txt")
+    cut=$(grep -c '^124 ' "$out/sanitize-$tool.txt")
+    : > "$out/sanitize-$tool-problems.txt"
+    while IFS= read -r line; do
+      case "$line" in 0\ *) continue ;; esac
+      name=$(printf '%s' "$line" | cut -d'|' -f2 | sed 's/^ //; s/ $//')
+      id=$(printf '%s' "$name" | md5sum | cut -c1-10)
+      { echo "== $line"; grep -m2 -B2 -A14 -E "Error|Race reported|FAILED" "$out/sanitize-$tool-$id.log" | cut -c1-200; } \
+        >> "$out/sanitize-$tool-problems.txt"
+    done < "$out/sanitize-$tool.txt"
+    if [ "$cases" = "$clean" ] && [ "$cases" = "${#san_cases[@]}" ]; then verdict=clean; else verdict=FAILED; test_rc=1; fi
+    san_lines+=("compute-sanitizer $tool: $verdict: $clean of ${#san_cases[@]} test cases clean, $cut cut at ${san_cap}s ($(( $(date +%s) - t0 ))s, $san_jobs at once)")
+    [ "$verdict" = clean ] || san_lines+=("$(head -c 1500 "$out/sanitize-$tool-problems.txt")")
   done
 fi
 
