@@ -42,7 +42,7 @@ struct nvjpeg_api {
   nvjpegHandle_t encode_handle = nullptr;  // the decoder's
   const char* backend = "none";
   // Decoder states for the process, each used by one thread at a time (creating one costs
-  // 0.3-0.9 s on the H100). The first is made with the handles; the others afterwards, in
+  // 0.3-0.9 s on the H100). The first is made with the handle; the others afterwards, in
   // the background loader, one per further decode stage, to keep the hardware decoder busier.
   struct decoder_state {
     nvjpegJpegState_t state = nullptr;

@@ -14,8 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <vector>
 #include <thread>
+#include <vector>
 
 #include "conv/cpu_rows.hpp"
 #include "fft/host/isa.hpp"
