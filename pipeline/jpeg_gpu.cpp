@@ -38,8 +38,7 @@ struct nvjpeg_api {
   GPUCONV_NVJPEG_FN(nvjpegEncodeImage)
   GPUCONV_NVJPEG_FN(nvjpegEncodeRetrieveBitstream)
 #undef GPUCONV_NVJPEG_FN
-  nvjpegHandle_t decode_handle = nullptr;  // hardware backend where there is one
-  nvjpegHandle_t encode_handle = nullptr;  // the decoder's
+  nvjpegHandle_t handle = nullptr;  // the decoder's and the encoder's; hardware backend where there is one
   const char* backend = "none";
   // Decoder states for the process, each used by one thread at a time (creating one costs
   // 0.3-0.9 s on the H100). The first is made with the handle; the others afterwards, in
@@ -170,25 +169,22 @@ void load() {
   {
     debug_timer th{"decoder handle", -1};
     if (!hybrid_only &&
-        api.nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, flags, &api.decode_handle) == NVJPEG_STATUS_SUCCESS) {
+        api.nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, flags, &api.handle) == NVJPEG_STATUS_SUCCESS) {
       api.backend = "hardware decoder";
-    } else if (api.nvjpegCreateEx(NVJPEG_BACKEND_GPU_HYBRID, nullptr, nullptr, flags, &api.decode_handle) ==
+    } else if (api.nvjpegCreateEx(NVJPEG_BACKEND_GPU_HYBRID, nullptr, nullptr, flags, &api.handle) ==
                NVJPEG_STATUS_SUCCESS) {
       api.backend = "GPU hybrid decoder";
     }
-    if (api.decode_handle) {
-      api.encode_handle = api.decode_handle;
-      encoder_up = true;
-    }
+    if (api.handle) encoder_up = true;
   }
   // the decoder state all workers share (one at a time): it takes another 0.3-0.5 s
   bool state_ok = false;
-  if (api.decode_handle) {
+  if (api.handle) {
     debug_timer ts{"decoder state", -1};
-    state_ok = api.nvjpegJpegStateCreate(api.decode_handle, &api.decoders[0].state) == NVJPEG_STATUS_SUCCESS;
+    state_ok = api.nvjpegJpegStateCreate(api.handle, &api.decoders[0].state) == NVJPEG_STATUS_SUCCESS;
     api.decoders[0].ready = state_ok;
   }
-  if (!api.decode_handle || !state_ok) {
+  if (!api.handle || !state_ok) {
     status.text = version + ": no decoder could be created (no usable CUDA device?)";
     return;
   }
@@ -227,7 +223,7 @@ void nvjpeg_load_in_background(int decoder_states) {
       if (!status.available) return;
       for (int k = 1; k < states; ++k) {  // the further states, once the first is in use
         debug_timer ts{"further decoder state", k};
-        if (api.nvjpegJpegStateCreate(api.decode_handle, &api.decoders[k].state) == NVJPEG_STATUS_SUCCESS)
+        if (api.nvjpegJpegStateCreate(api.handle, &api.decoders[k].state) == NVJPEG_STATUS_SUCCESS)
           api.decoders[k].ready = true;
       }
     });
@@ -280,7 +276,7 @@ bool jpeg_gpu::decode(const std::vector<input>& batch) {
   }
   if (d->batch != n) {
     debug_timer t{"batched decode initialised", n};
-    if (api.nvjpegDecodeBatchedInitialize(api.decode_handle, d->state, n, 1, NVJPEG_OUTPUT_BGR) !=
+    if (api.nvjpegDecodeBatchedInitialize(api.handle, d->state, n, 1, NVJPEG_OUTPUT_BGR) !=
         NVJPEG_STATUS_SUCCESS) {
       d->batch = 0;
       return false;
@@ -301,7 +297,7 @@ bool jpeg_gpu::decode(const std::vector<input>& batch) {
     }
   }
   debug_timer t{"batched decode", n};
-  const nvjpegStatus_t st = api.nvjpegDecodeBatched(api.decode_handle, d->state, data.data(), sizes.data(),
+  const nvjpegStatus_t st = api.nvjpegDecodeBatched(api.handle, d->state, data.data(), sizes.data(),
                                                     out.data(), s_->stream);
   const cudaError_t sync = cudaStreamSynchronize(s_->stream);  // the state is free again once this returns
   if (st != NVJPEG_STATUS_SUCCESS) {
@@ -316,8 +312,8 @@ encoded_jpeg jpeg_gpu::encode_bgr(const unsigned char* planes, int height, int w
   debug_timer t{"encode", -1};
   if (!s_->encoder) {
     debug_timer ts{"encoder state", -1};
-    check(api.nvjpegEncoderStateCreate(api.encode_handle, &s_->encoder, s_->stream), "nvjpegEncoderStateCreate");
-    check(api.nvjpegEncoderParamsCreate(api.encode_handle, &s_->params, s_->stream), "nvjpegEncoderParamsCreate");
+    check(api.nvjpegEncoderStateCreate(api.handle, &s_->encoder, s_->stream), "nvjpegEncoderStateCreate");
+    check(api.nvjpegEncoderParamsCreate(api.handle, &s_->params, s_->stream), "nvjpegEncoderParamsCreate");
     check(api.nvjpegEncoderParamsSetSamplingFactors(s_->params, NVJPEG_CSS_420, s_->stream),
           "nvjpegEncoderParamsSetSamplingFactors");
     check(api.nvjpegEncoderParamsSetOptimizedHuffman(s_->params, 0, s_->stream), "nvjpegEncoderParamsSetOptimizedHuffman");
@@ -332,16 +328,16 @@ encoded_jpeg jpeg_gpu::encode_bgr(const unsigned char* planes, int height, int w
     src.channel[c] = const_cast<unsigned char*>(planes) + c * plane;
     src.pitch[c] = std::size_t(width);
   }
-  check(api.nvjpegEncodeImage(api.encode_handle, s_->encoder, s_->params, &src, NVJPEG_INPUT_BGR, width, height,
+  check(api.nvjpegEncodeImage(api.handle, s_->encoder, s_->params, &src, NVJPEG_INPUT_BGR, width, height,
                               s_->stream),
         "nvjpegEncodeImage");
   std::size_t length = 0;
-  check(api.nvjpegEncodeRetrieveBitstream(api.encode_handle, s_->encoder, nullptr, &length, s_->stream),
+  check(api.nvjpegEncodeRetrieveBitstream(api.handle, s_->encoder, nullptr, &length, s_->stream),
         "nvjpegEncodeRetrieveBitstream");
   if (cudaStreamSynchronize(s_->stream) != cudaSuccess) throw std::runtime_error("nvJPEG encode: stream failed");
   encoded_jpeg e;
   e.bytes.resize(length);
-  check(api.nvjpegEncodeRetrieveBitstream(api.encode_handle, s_->encoder, e.bytes.data(), &length, s_->stream),
+  check(api.nvjpegEncodeRetrieveBitstream(api.handle, s_->encoder, e.bytes.data(), &length, s_->stream),
         "nvjpegEncodeRetrieveBitstream");
   if (cudaStreamSynchronize(s_->stream) != cudaSuccess) throw std::runtime_error("nvJPEG encode: stream failed");
   e.bytes.resize(length);

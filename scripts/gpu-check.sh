@@ -64,7 +64,7 @@ fi
 # compute-sanitizer over the [gpu] tests: each tool to completion, a process per test case (see
 # san_cap above)
 san_lines=()
-# one test case under one tool: its log, and a line "rc seconds | name | summary" in a .sum file
+# one test case under one tool: its log, and a line "rc seconds | id | name | summary" in a .sum file
 sanitize_case() {
   local tool=$1 name=$2 id spec t0 rc
   id=$(printf '%s' "$name" | md5sum | cut -c1-10)
@@ -73,7 +73,7 @@ sanitize_case() {
   timeout "$san_cap" compute-sanitizer --tool "$tool" --error-exitcode 99 "$build/tests/gpuconv_tests" "$spec" \
     > "$out/sanitize-$tool-$id.log" 2>&1
   rc=$?
-  printf '%s %s | %s | %s\n' "$rc" "$(( $(date +%s) - t0 ))" "$name" \
+  printf '%s %s | %s | %s | %s\n' "$rc" "$(( $(date +%s) - t0 ))" "$id" "$name" \
     "$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test cases|All tests passed" "$out/sanitize-$tool-$id.log" | tr '\n' ' ')" \
     > "$out/sanitize-$tool-$id.sum"
 }
@@ -92,8 +92,7 @@ if [ "$sanitize" = 1 ]; then
     : > "$out/sanitize-$tool-problems.txt"
     while IFS= read -r line; do
       case "$line" in 0\ *) continue ;; esac
-      name=$(printf '%s' "$line" | cut -d'|' -f2 | sed 's/^ //; s/ $//')
-      id=$(printf '%s' "$name" | md5sum | cut -c1-10)
+      id=$(printf '%s' "$line" | cut -d'|' -f2 | tr -d ' ')
       { echo "== $line"; grep -m2 -B2 -A14 -E "Error|Race reported|FAILED" "$out/sanitize-$tool-$id.log" | cut -c1-200; } \
         >> "$out/sanitize-$tool-problems.txt"
     done < "$out/sanitize-$tool.txt"

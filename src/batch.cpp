@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <iomanip>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -128,62 +129,45 @@ struct work {
   std::variant<cv::Mat, planar_image, jpeg_file, device_jpeg, output_image, encoded_file> image;
 };
 
+// An integer setting from the environment (the tuning knobs below): its value where it lies in
+// [lo, hi], else the fallback.
+int env_int(const char* name, int lo, int hi, int fallback) {
+  if (const char* env = std::getenv(name)) {
+    const int n = std::atoi(env);
+    if (n >= lo && n <= hi) return n;
+  }
+  return fallback;
+}
 // JPEGs the GPU decode stage takes at once: nvJPEG's hardware decoder is faster on batches
 // (H100, 12 MP: 1.3-2.3 ms an image in batches of 7-8, 6.5 ms alone).
 // GPUCONV_DECODE_BATCH overrides (1..64).
-std::size_t gpu_batch_size() {
-  if (const char* env = std::getenv("GPUCONV_DECODE_BATCH")) {
-    const int n = std::atoi(env);
-    if (n >= 1 && n <= 64) return std::size_t(n);
-  }
-  return 8;
-}
+std::size_t gpu_batch_size() { return std::size_t(env_int("GPUCONV_DECODE_BATCH", 1, 64, 8)); }
 // How long a GPU decode stage waits for a full batch once one JPEG is there: nvJPEG's batched
 // decoder is initialised for one batch size, and a batch of another size initialises it again.
 // GPUCONV_DECODE_PATIENCE_MS overrides (0..1000; 0: take what is there).
 std::chrono::milliseconds decode_patience() {
-  if (const char* env = std::getenv("GPUCONV_DECODE_PATIENCE_MS")) {
-    const int n = std::atoi(env);
-    if (n >= 0 && n <= 1000) return std::chrono::milliseconds(n);
-  }
-  return std::chrono::milliseconds(20);
+  return std::chrono::milliseconds(env_int("GPUCONV_DECODE_PATIENCE_MS", 0, 1000, 20));
 }
 // GPU decode stages (threads), each taking one of nvJPEG's decoder states when free. A batch
 // call returns when its decode has finished, so several stages keep the decoder fed: H100
 // host, 480 photos of 12 MP, after nvJPEG's start-up, 2 stages 263-280 images/s, 3 stages
 // 307-330 (the same machine start; 4 stages no faster). GPUCONV_DECODE_STAGES overrides (1..4).
-int decode_stage_count() {
-  if (const char* env = std::getenv("GPUCONV_DECODE_STAGES")) {
-    const int n = std::atoi(env);
-    if (n >= 1 && n <= 4) return n;
-  }
-  return 3;
-}
+int decode_stage_count() { return env_int("GPUCONV_DECODE_STAGES", 1, 4, 3); }
 // Decoders that decode JPEGs on the CPU while nvJPEG starts; the others wait for it. Its
 // start-up is mostly system time (the driver): 0.5-1.0 s beside 4 busy decoders, 1.0-1.5 s
 // beside 16 (H100 host, 16 cores), while one CPU decoder does ~8 photos/s and the GPU ~300
 // once up: a quarter of the decoders (nvJPEG's decoder first used at 0.67-0.99 s with 4,
 // 1.07-1.30 s with 16, in 480-photo batches of 12 MP).
-// GPUCONV_STARTUP_DECODERS overrides (0..jobs).
+// GPUCONV_STARTUP_DECODERS overrides (0..jobs; more: jobs).
 int startup_decoders(int jobs) {
-  if (const char* env = std::getenv("GPUCONV_STARTUP_DECODERS")) {
-    const int n = std::atoi(env);
-    if (n >= 0) return std::min(n, jobs);
-  }
-  return std::max(1, jobs / 4);
+  return std::min(env_int("GPUCONV_STARTUP_DECODERS", 0, std::numeric_limits<int>::max(), std::max(1, jobs / 4)), jobs);
 }
 // Decoded images waiting for a compute worker.
 constexpr std::size_t staged_images = 16;
 
 // Compute workers on the GPU, each with its own stream, plans and codec states, so that one
-// image's copies, decode and encode overlap another's kernels. GPUCONV_GPU_WORKERS overrides.
-int gpu_workers() {
-  if (const char* env = std::getenv("GPUCONV_GPU_WORKERS")) {
-    const int n = std::atoi(env);
-    if (n >= 1 && n <= 16) return n;
-  }
-  return 3;
-}
+// image's copies, decode and encode overlap another's kernels. GPUCONV_GPU_WORKERS overrides (1..16).
+int gpu_workers() { return env_int("GPUCONV_GPU_WORKERS", 1, 16, 3); }
 
 // GPUCONV_BATCH_STATS=1: seconds each stage's threads spent working and waiting, summed over
 // the threads, printed at the end (where a batch's time goes, for tuning).
