@@ -24,6 +24,7 @@
 #include <sys/resource.h>
 
 #include "atomic_write.hpp"
+#include "bounded_queue.hpp"
 #include "errors.hpp"
 #include "image_io.hpp"
 #include "stack_io.hpp"
@@ -50,59 +51,6 @@ void yield_to_compute() {
   const int now = getpriority(PRIO_PROCESS, 0);
   (void)setpriority(PRIO_PROCESS, 0, std::min(now + 4, 19));
 }
-
-// A blocking queue of bounded size; close() ends the consumers once it has drained.
-template <typename T>
-class bounded_queue {
- public:
-  explicit bounded_queue(std::size_t capacity) : capacity_(std::max<std::size_t>(1, capacity)) {}
-
-  void push(T item) {
-    std::unique_lock lock(mutex_);
-    not_full_.wait(lock, [&] { return items_.size() < capacity_; });
-    items_.push_back(std::move(item));
-    not_empty_.notify_all();  // a decode stage may be waiting for a fuller batch beside a waiting consumer
-  }
-
-  std::optional<T> pop() {
-    std::unique_lock lock(mutex_);
-    not_empty_.wait(lock, [&] { return !items_.empty() || closed_; });
-    if (items_.empty()) return std::nullopt;
-    T item = std::move(items_.front());
-    items_.pop_front();
-    not_full_.notify_one();
-    return item;
-  }
-
-  // Waits for one item, then for up to `most` items for at most `patience` (or until closed),
-  // then takes up to `most` of those queued; empty when closed and drained.
-  std::vector<T> pop_up_to(std::size_t most, std::chrono::milliseconds patience = std::chrono::milliseconds(0)) {
-    std::unique_lock lock(mutex_);
-    not_empty_.wait(lock, [&] { return !items_.empty() || closed_; });
-    if (patience.count() > 0)
-      not_empty_.wait_for(lock, patience, [&] { return items_.size() >= most || closed_; });
-    std::vector<T> out;
-    while (!items_.empty() && out.size() < most) {
-      out.push_back(std::move(items_.front()));
-      items_.pop_front();
-    }
-    not_full_.notify_all();
-    return out;
-  }
-
-  void close() {
-    std::lock_guard lock(mutex_);
-    closed_ = true;
-    not_empty_.notify_all();
-  }
-
- private:
-  std::size_t capacity_;
-  std::deque<T> items_;
-  bool closed_ = false;
-  std::mutex mutex_;
-  std::condition_variable not_full_, not_empty_;
-};
 
 // A JPEG for the GPU's decoder: the file's bytes and what its headers say.
 struct jpeg_file {
@@ -390,6 +338,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   std::atomic<long long> gpu_decoder_ready_ns{-1};  // when a decoder first found nvJPEG ready
   std::atomic<long long> last_gpu_decode_ns{-1};    // when the GPU's decoder last finished a batch
   std::atomic<int> jpegs_on_cpu{0};
+  std::atomic<int> gpu_decoded{0}, convolved_count{0};  // for the stats' timeline
 
   auto decoder = [&](int j) {
     yield_to_compute();
@@ -479,11 +428,13 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
             nvjpeg = std::make_unique<pipeline::jpeg_gpu>(stream->get());
           }
           auto t = stats.time(stage_stats::gpu_decode);
-          if (nvjpeg->decode(inputs))
+          if (nvjpeg->decode(inputs)) {
             for (auto& [w, buffer] : leases) {
               const auto& h = std::get<jpeg_file>(w->image).header;
               w->image = device_jpeg{std::move(buffer), h.height, h.width};
             }
+            gpu_decoded += int(inputs.size());
+          }
           if (stats.on) last_gpu_decode_ns = since_start_ns();
         }
       } catch (const std::exception&) {
@@ -553,6 +504,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
               w->image = cw->run_gpu(m);
           }
         }
+        ++convolved_count;
         convolved.push(std::move(*w));
       } catch (const std::exception& e) {
         record_failure(w->index, describe(w->index, e));
@@ -647,6 +599,22 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
     });
   }
 
+  // GPUCONV_BATCH_STATS=1: every 100 ms, how far each stage has come and what waits between them,
+  // so that a stall shows which stage stopped (printed at the end).
+  std::ostringstream timeline;
+  std::thread sampler;
+  if (stats.on)
+    sampler = std::thread([&] {
+      for (int k = 1; !all_done; ++k) {
+        const auto at = start + std::chrono::milliseconds(100 * k);
+        while (!all_done && std::chrono::steady_clock::now() < at) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        if (all_done) break;
+        timeline << " " << std::fixed << std::setprecision(1) << 0.1 * k << ":" << std::min<std::size_t>(next, items.size())
+                 << "," << gpu_decoded << "," << convolved_count << "," << finished << "[" << decoded.size() << ","
+                 << staged.size() << "," << convolved.size() << "]";
+      }
+    });
+
   std::vector<std::thread> threads;
   for (int j = 0; j < jobs; ++j) threads.emplace_back(decoder, j);
   if (decode_stage)
@@ -659,8 +627,12 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   for (auto& t : threads) t.join();
   all_done = true;
   if (progress_thread.joinable()) progress_thread.join();
+  if (sampler.joinable()) sampler.join();
 
   stats.print(log);
+  if (stats.on)
+    log << "gpuconv: batch timeline (seconds: files taken, GPU-decoded, convolved, done [decoders' queue, decode stages' queue, "
+           "convolved]):" << timeline.str() << "\n";
   if (stats.on && decode_stage)
     log << "gpuconv: JPEGs decoded on the CPU: " << jpegs_on_cpu << " (" << decoding_at_startup
         << " decoders during nvJPEG's start-up); nvJPEG's decoder first used at " << std::setprecision(3)
