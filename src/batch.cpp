@@ -397,16 +397,24 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   // undecoded (the CPU decodes it in the worker).
   if (decode_stage) c->start_gpu_jpeg(decode_stages);
   std::atomic<int> decode_stages_left{decode_stages};
+  // the decode stages' takes from the decoders' queue, summed (GPUCONV_BATCH_STATS)
+  std::mutex takes_mutex;
+  bounded_queue<work>::pop_timing takes;
+  long long batches_taken = 0, jpegs_taken = 0;
   auto gpu_decoder = [&] {
     auto whole = stats.time(stage_stats::gpu_decode_thread);  // the parts below, and what they leave out
+    bounded_queue<work>::pop_timing my_takes;
+    long long my_batches = 0, my_jpegs = 0;
 #ifdef GPUCONV_HAVE_NVJPEG
     std::unique_ptr<cuda_stream> stream;
     std::unique_ptr<pipeline::jpeg_gpu> nvjpeg;
     for (std::vector<work> batch;;) {
       {
         auto t = stats.time(stage_stats::gpu_decode_input);
-        batch = decoded.pop_up_to(gpu_batch, full_batch_patience);
+        batch = decoded.pop_up_to(gpu_batch, full_batch_patience, stats.on ? &my_takes : nullptr);
       }
+      my_batches += !batch.empty();
+      my_jpegs += (long long)batch.size();
       if (batch.empty()) break;
       if (interrupted()) continue;  // drain: the decoders are stopping
       std::vector<pipeline::jpeg_gpu::input> inputs;
@@ -445,6 +453,15 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
       for (work& w : batch) staged.push(std::move(w));
     }
 #endif
+    {
+      std::lock_guard lock(takes_mutex);
+      takes.lock += my_takes.lock;
+      takes.empty += my_takes.empty;
+      takes.patience += my_takes.patience;
+      takes.found += my_takes.found;
+      batches_taken += my_batches;
+      jpegs_taken += my_jpegs;
+    }
     if (--decode_stages_left == 0) staged.close();
   };
 
@@ -633,6 +650,11 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   if (stats.on)
     log << "gpuconv: batch timeline (seconds: files taken, GPU-decoded, convolved, done [decoders' queue, decode stages' queue, "
            "convolved]):" << timeline.str() << "\n";
+  if (stats.on && batches_taken)
+    log << "gpuconv: GPU decode stages took " << batches_taken << " batches, " << std::setprecision(2)
+        << double(jpegs_taken) / batches_taken << " JPEGs each (" << double(takes.found) / batches_taken
+        << " queued); seconds summed: taking the queue's lock " << takes.lock << ", waiting for a JPEG " << takes.empty
+        << ", for a full batch " << takes.patience << "\n";
   if (stats.on && decode_stage)
     log << "gpuconv: JPEGs decoded on the CPU: " << jpegs_on_cpu << " (" << decoding_at_startup
         << " decoders during nvJPEG's start-up); nvJPEG's decoder first used at " << std::setprecision(3)

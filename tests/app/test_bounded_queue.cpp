@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "bounded_queue.hpp"
@@ -73,4 +74,80 @@ TEST_CASE("bounded queue: a producer waits while it is full", "[app][queue]") {
   producer.join();
   CHECK(pushed);
   CHECK(q.pop_up_to(8) == std::vector<int>{2, 3});
+}
+
+TEST_CASE("bounded queue: many producers and consumers, every item delivered once, none left waiting", "[app][queue]") {
+  constexpr int producers = 8, per_producer = 2000, capacity = 10;
+  bounded_queue<int> batches(capacity), singles(capacity);
+  std::atomic<long long> sum_batches{0}, sum_singles{0};
+  std::atomic<int> count_batches{0}, count_singles{0}, empty_batches{0};
+  std::atomic<bool> closing{false};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < 3; ++c)  // as the GPU decode stages: batches of up to 8, 1 ms patience
+    threads.emplace_back([&] {
+      for (std::vector<int> b; !(b = batches.pop_up_to(8, 1ms)).empty();) {
+        for (int v : b) sum_batches += v;
+        count_batches += int(b.size());
+      }
+      if (!closing) ++empty_batches;
+    });
+  for (int c = 0; c < 16; ++c)  // as the writers: one at a time
+    threads.emplace_back([&] {
+      while (auto v = singles.pop()) {
+        sum_singles += *v;
+        ++count_singles;
+      }
+    });
+  std::vector<std::thread> feeding;
+  for (int p = 0; p < producers; ++p)
+    feeding.emplace_back([&, p] {
+      for (int k = 1; k <= per_producer; ++k) {
+        batches.push(p * per_producer + k);
+        singles.push(p * per_producer + k);
+      }
+    });
+  for (auto& t : feeding) t.join();
+  closing = true;
+  batches.close();
+  singles.close();
+  for (auto& t : threads) t.join();
+  const long long n = producers * per_producer, total = n * (n + 1) / 2;
+  CHECK(count_batches == n);
+  CHECK(sum_batches == total);
+  CHECK(count_singles == n);
+  CHECK(sum_singles == total);
+  CHECK(empty_batches == 0);
+}
+
+namespace {
+// An item whose move may throw (as cv::Mat's): a growing vector would copy it.
+struct counted {
+  static inline std::atomic<int> copies{0};
+  int value = 0;
+  explicit counted(int v) : value(v) {}
+  counted(const counted& o) : value(o.value) { ++copies; }
+  counted(counted&& o) : value(o.value) {}  // not noexcept
+  counted& operator=(const counted& o) {
+    value = o.value;
+    ++copies;
+    return *this;
+  }
+  counted& operator=(counted&& o) {
+    value = o.value;
+    return *this;
+  }
+};
+}  // namespace
+
+TEST_CASE("bounded queue: a batch is taken without copying its items", "[app][queue]") {
+  static_assert(!std::is_nothrow_move_constructible_v<counted>);
+  bounded_queue<counted> q(16);
+  for (int k = 0; k < 12; ++k) q.push(counted(k));
+  counted::copies = 0;
+  const auto batch = q.pop_up_to(8, 10ms);
+  REQUIRE(batch.size() == 8);
+  CHECK(batch.back().value == 7);
+  CHECK(counted::copies == 0);
+  CHECK(q.pop_up_to(8).size() == 4);
+  CHECK(counted::copies == 0);
 }
