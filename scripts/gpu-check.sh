@@ -19,7 +19,8 @@ run_tests=1 run_bench=1 sanitize=0 bench_args=() variants=() benches=fft1d,conv 
 # against a hang (a case cut by it is reported as INCOMPLETE and fails the check); each case's log
 # is kept and the first report of a case with errors goes to sanitize-TOOL-problems.txt and the
 # summary. Split the tools over several calls with --sanitize-tools where one call's time limit
-# is shorter than the three together.
+# is shorter than the three together. Tests that repeat work for stress (GPUCONV_TEST_ROUNDS) run
+# 3 rounds under the sanitizer: its hazards show in one round, and each launch is ~100x slower.
 san_tools=memcheck,racecheck,synccheck san_cap=1500 san_filter="[gpu]" san_jobs=6
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -70,7 +71,7 @@ sanitize_case() {
   id=$(printf '%s' "$name" | md5sum | cut -c1-10)
   spec=$(printf '%s' "$name" | sed -e 's/[][\\,*]/\\&/g')  # Catch2 test spec: \ , [ ] * escaped
   t0=$(date +%s)
-  timeout "$san_cap" compute-sanitizer --tool "$tool" --error-exitcode 99 "$build/tests/gpuconv_tests" "$spec" \
+  GPUCONV_TEST_ROUNDS=3 timeout "$san_cap" compute-sanitizer --tool "$tool" --error-exitcode 99 "$build/tests/gpuconv_tests" "$spec" \
     > "$out/sanitize-$tool-$id.log" 2>&1
   rc=$?
   printf '%s %s | %s | %s | %s\n' "$rc" "$(( $(date +%s) - t0 ))" "$id" "$name" \
