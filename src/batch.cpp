@@ -4,11 +4,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <condition_variable>
 #include <cstdio>
 #include <cerrno>
 #include <cstring>
-#include <deque>
 #include <fstream>
 #include <iostream>
 #include <iomanip>
