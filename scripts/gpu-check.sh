@@ -5,6 +5,9 @@
 #   scripts/gpu-check.sh [--no-bench] [--bench-only] [--benches fft1d,conv(,fft3d,conv3d,sweep,deconvolve)] [--tests FILTER] [--sanitize]
 #                        [--sanitize-tools memcheck,racecheck,synccheck] [--sanitize-cap SECONDS]
 #                        [--sanitize-filter CATCH2_SPEC] [--sanitize-jobs N]
+#                        [--sanitize-only]   (no configure, build, ctest or benchmarks: the sanitizers over an
+#                                             existing $GPUCONV_BUILD_DIR/tests/gpuconv_tests, e.g. one carried
+#                                             to the device, which saves a device call's build)
 #                        [--sizes n1,n2] [--reps R]
 #                        [--variant NAME='-DFLAG=V ...']...   (extra builds with other CUDA flags, benchmarked too)
 set -uo pipefail
@@ -12,7 +15,7 @@ set -uo pipefail
 final_out=${OUT:-$PWD/gpu-check-logs}
 out="$final_out/logs"  # packed into logs.tgz at the end (the device tool returns few files)
 build=${GPUCONV_BUILD_DIR:-build-gpu}
-run_tests=1 run_bench=1 sanitize=0 bench_args=() variants=() benches=fft1d,conv test_filter=""
+run_tests=1 run_bench=1 sanitize=0 prebuilt=0 bench_args=() variants=() benches=fft1d,conv test_filter=""
 # compute-sanitizer runs each tool over the [gpu] tests to completion, one process per test case,
 # --sanitize-jobs of them at once (racecheck over all of them in one process took longer than a
 # device call; ten at once: every case but one in 320 s). The cap is per test case and only guards
@@ -34,6 +37,7 @@ while [ $# -gt 0 ]; do
     --sanitize-cap) san_cap=$2; shift ;;
     --sanitize-filter) san_filter=$2; shift ;;
     --sanitize-jobs) san_jobs=$2; shift ;;
+    --sanitize-only) sanitize=1; prebuilt=1; run_tests=0; run_bench=0 ;;
     --variant) variants+=("$2"); shift ;;
     *) echo "gpu-check.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -45,10 +49,13 @@ start=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv > "$out/gpu.txt" 2>&1 || true
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
-if ! cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGPUCONV_PTXAS_VERBOSE=ON > "$out/configure.log" 2>&1; then
+if [ "$prebuilt" = 1 ]; then
+  if [ ! -x "$build/tests/gpuconv_tests" ]; then
+    echo "gpu-check: --sanitize-only needs $build/tests/gpuconv_tests (set GPUCONV_BUILD_DIR)"; exit 1
+  fi
+elif ! cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGPUCONV_PTXAS_VERBOSE=ON > "$out/configure.log" 2>&1; then
   tail -30 "$out/configure.log"; echo "gpu-check: configure FAILED"; exit 1
-fi
-if ! cmake --build "$build" -j "$(nproc)" > "$out/build.log" 2>&1; then
+elif ! cmake --build "$build" -j "$(nproc)" > "$out/build.log" 2>&1; then
   grep -E "error" "$out/build.log" | head -30; echo "gpu-check: build FAILED"; exit 1
 fi
 build_s=$(( $(date +%s) - start ))
@@ -145,7 +152,9 @@ for v in "${variants[@]}"; do
 done
 
 echo "==== gpu-check summary ($(head -2 "$out/gpu.txt" | tail -1)) ===="
-echo "build: ${build_s}s; tests: ${test_line} (skipped lines: ${skipped:-0}, rc=$test_rc)"
+build_note="${build_s}s"
+[ "$prebuilt" = 1 ] && build_note="none (prebuilt $build)"
+echo "build: ${build_note}; tests: ${test_line} (skipped lines: ${skipped:-0}, rc=$test_rc)"
 for l in "${san_lines[@]}"; do echo "$l"; done
 if [ "$run_bench" = 1 ]; then
   cat "$out/bench-fft1d.txt" 2>/dev/null
