@@ -398,11 +398,9 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   // the decode stages' takes from the decoders' queue, summed (GPUCONV_BATCH_STATS)
   std::mutex takes_mutex;
   bounded_queue<work>::pop_timing takes;
-  long long batches_taken = 0, jpegs_taken = 0;
   auto gpu_decoder = [&] {
     auto whole = stats.time(stage_stats::gpu_decode_thread);  // the parts below, and what they leave out
     bounded_queue<work>::pop_timing my_takes;
-    long long my_batches = 0, my_jpegs = 0;
 #ifdef GPUCONV_HAVE_NVJPEG
     std::unique_ptr<cuda_stream> stream;
     std::unique_ptr<pipeline::jpeg_gpu> nvjpeg;
@@ -411,8 +409,6 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
         auto t = stats.time(stage_stats::gpu_decode_input);
         batch = decoded.pop_up_to(gpu_batch, full_batch_patience, stats.on ? &my_takes : nullptr);
       }
-      my_batches += !batch.empty();
-      my_jpegs += (long long)batch.size();
       if (batch.empty()) break;
       if (interrupted()) continue;  // drain: the decoders are stopping
       std::vector<pipeline::jpeg_gpu::input> inputs;
@@ -453,12 +449,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
 #endif
     {
       std::lock_guard lock(takes_mutex);
-      takes.lock += my_takes.lock;
-      takes.empty += my_takes.empty;
-      takes.patience += my_takes.patience;
-      takes.found += my_takes.found;
-      batches_taken += my_batches;
-      jpegs_taken += my_jpegs;
+      takes += my_takes;
     }
     if (--decode_stages_left == 0) staged.close();
   };
@@ -648,9 +639,9 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   if (stats.on)
     log << "gpuconv: batch timeline (seconds: files taken, GPU-decoded, convolved, done [decoders' queue, decode stages' queue, "
            "convolved]):" << timeline.str() << "\n";
-  if (stats.on && batches_taken)
-    log << "gpuconv: GPU decode stages took " << batches_taken << " batches, " << std::setprecision(2)
-        << double(jpegs_taken) / batches_taken << " JPEGs each (" << double(takes.found) / batches_taken
+  if (stats.on && takes.takes)
+    log << "gpuconv: GPU decode stages took " << takes.takes << " batches, " << std::setprecision(2)
+        << double(takes.taken) / takes.takes << " JPEGs each (" << double(takes.found) / takes.takes
         << " queued); seconds summed: taking the queue's lock " << takes.lock << ", waiting for a JPEG " << takes.empty
         << ", for a full batch " << takes.patience << "\n";
   if (stats.on && decode_stage)

@@ -42,7 +42,13 @@ class bounded_queue {
   // Where a pop_up_to's time went (measurements: GPUCONV_BATCH_STATS), added to these.
   struct pop_timing {
     double lock = 0, empty = 0, patience = 0;  // seconds: taking the lock, waiting for one item, for more
-    long long found = 0;                       // items queued when the lock was taken
+    long long takes = 0, taken = 0;            // the calls that took items, and the items they took
+    long long found = 0;                       // items queued when those calls had the lock
+    pop_timing& operator+=(const pop_timing& o) {
+      lock += o.lock, empty += o.empty, patience += o.patience;
+      takes += o.takes, taken += o.taken, found += o.found;
+      return *this;
+    }
   };
 
   // Waits for one item, then for up to `most` items for at most `patience` (or until closed),
@@ -61,7 +67,7 @@ class bounded_queue {
     };
     std::unique_lock lock(mutex_);
     lap(&pop_timing::lock);
-    if (timing) timing->found += (long long)items_.size();
+    const std::size_t on_arrival = items_.size();
     do {
       not_empty_.wait(lock, [&] { return !items_.empty() || closed_; });
       lap(&pop_timing::empty);
@@ -78,6 +84,11 @@ class bounded_queue {
     while (!items_.empty() && out.size() < most) {
       out.push_back(std::move(items_.front()));
       items_.pop_front();
+    }
+    if (timing && !out.empty()) {
+      ++timing->takes;
+      timing->taken += (long long)out.size();
+      timing->found += (long long)on_arrival;
     }
     not_full_.notify_all();
     return out;

@@ -53,8 +53,14 @@ TEST_CASE("bounded queue: a full batch without waiting out the patience; drained
   CHECK(std::chrono::steady_clock::now() - t0 < 500ms);
   CHECK(first == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
   q.close();
-  CHECK(q.pop_up_to(8, 1000ms) == std::vector<int>{8, 9});
-  CHECK(q.pop_up_to(8, 1000ms).empty());
+  bounded_queue<int>::pop_timing timing;
+  CHECK(q.pop_up_to(8, 1000ms, &timing) == std::vector<int>{8, 9});
+  CHECK(q.pop_up_to(8, 1000ms, &timing).empty());
+  CHECK(timing.takes == 1);  // the call that took items; the closed, drained one not
+  CHECK(timing.taken == 2);
+  CHECK(timing.found == 2);
+  CHECK(timing.lock >= 0);
+  CHECK(timing.patience < 0.5);  // closed: no wait for a full batch
   CHECK_FALSE(q.pop().has_value());
 }
 
