@@ -40,6 +40,9 @@ bool nvjpeg_settled();
 // (nvjpeg_ready). jpeg_gpu::encode_bgr works from then on; decode needs nvjpeg_ready().
 bool nvjpeg_encoder_ready();
 
+// The encoders' time so far, summed over threads (one line, for GPUCONV_BATCH_STATS).
+std::string nvjpeg_statistics();
+
 struct encoded_jpeg {
   std::vector<unsigned char> bytes;
 };

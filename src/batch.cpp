@@ -108,8 +108,8 @@ int decode_stage_count() { return env_int("GPUCONV_DECODE_STAGES", 1, 4, 3); }
 int startup_decoders(int jobs) {
   return std::min(env_int("GPUCONV_STARTUP_DECODERS", 0, std::numeric_limits<int>::max(), std::max(1, jobs / 4)), jobs);
 }
-// Decoded images waiting for a compute worker.
-constexpr std::size_t staged_images = 16;
+// Decoded images waiting for a compute worker. GPUCONV_STAGED_IMAGES overrides (1..256).
+std::size_t staged_image_count() { return std::size_t(env_int("GPUCONV_STAGED_IMAGES", 1, 256, 16)); }
 
 // Compute workers on the GPU, each with its own stream, plans and codec states, so that one
 // image's copies, decode and encode overlap another's kernels. GPUCONV_GPU_WORKERS overrides (1..16).
@@ -119,14 +119,15 @@ int gpu_workers() { return env_int("GPUCONV_GPU_WORKERS", 1, 16, 3); }
 // the threads, printed at the end (where a batch's time goes, for tuning).
 struct stage_stats {
   enum slot { read, cpu_decode, push_decoded, gpu_decode_thread, gpu_decode_input, gpu_decode_buffers, gpu_decode_setup,
-              gpu_decode, push_staged, compute_input, compute, encode, write, wait_write, count };
+              gpu_decode, push_staged, compute_input, compute, gpu_convolve, gpu_encode, encode, write, wait_write, count };
   static constexpr const char* names[count] = {"read (bytes)",       "read+decode (CPU)",    "decoders blocked",
                                                "GPU decode threads (all)", "GPU decode waits for JPEGs",
                                                "GPU decode waits for buffers",
                                                "GPU decode set-up (stream, nvJPEG objects)",
                                                "GPU decode stage",   "decode blocked",       "compute waits",
-                                               "compute workers",    "encode+write",         "write+fsync",
-                                               "writers idle"};
+                                               "compute workers",    "of which GPU convolution (JPEGs)",
+                                               "of which GPU encode (JPEGs)",                       "encode+write",
+                                               "write+fsync",        "writers idle"};
   bool on = [] {
     const char* e = std::getenv("GPUCONV_BATCH_STATS");
     return e && *e == '1';
@@ -318,6 +319,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   const std::size_t gpu_batch = gpu_batch_size();
   const int decode_stages = decode_stage_count();
   const std::chrono::milliseconds full_batch_patience = decode_patience();
+  const std::size_t staged_images = staged_image_count();
   pipeline::device_pool decoded_on_gpu(staged_images + std::size_t(gpu_worker_count) + decode_stages * gpu_batch);
   const bool decode_stage = gpu && c->settings().decoder != jpeg_decoder::cpu &&
                             std::any_of(items.begin(), items.end(), [](const batch_item& it) { return is_jpeg_name(it.input); });
@@ -468,6 +470,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   }
   std::atomic<int> computers_left{std::max<int>(1, int(workers.size()))};
   auto compute = [&](convolver* cw) {
+    convolver::stage_times times;  // GPU-decoded JPEGs' convolution and encode (GPUCONV_BATCH_STATS)
     if (cw) {
       try {
         cw->warm_up();
@@ -499,7 +502,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
           };
           const bool jpeg_out = is_jpeg_name(items[w->index].output);
           if (auto* d = std::get_if<device_jpeg>(&w->image)) {
-            keep(cw->run_gpu_decoded(d->planes.get(), d->height, d->width, jpeg_out));
+            keep(cw->run_gpu_decoded(d->planes.get(), d->height, d->width, jpeg_out, stats.on ? &times : nullptr));
           } else {
             // a JPEG the GPU did not decode: libjpeg decodes it (and reports damage) as always
             if (std::holds_alternative<jpeg_file>(w->image)) w->image = read_image(items[w->index].input);
@@ -516,6 +519,8 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
         record_failure(w->index, describe(w->index, e));
       }
     }
+    stats.ns[stage_stats::gpu_convolve] += (long long)(times.convolve * 1e9);
+    stats.ns[stage_stats::gpu_encode] += (long long)(times.encode * 1e9);
     if (--computers_left == 0) convolved.close();
   };
   auto encoder = [&] {
@@ -644,6 +649,9 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
         << double(takes.taken) / takes.takes << " JPEGs each (" << double(takes.found) / takes.takes
         << " queued); seconds summed: taking the queue's lock " << takes.lock << ", waiting for a JPEG " << takes.empty
         << ", for a full batch " << takes.patience << "\n";
+#ifdef GPUCONV_HAVE_NVJPEG
+  if (stats.on && gpu) log << "gpuconv: " << pipeline::nvjpeg_statistics() << "\n";
+#endif
   if (stats.on && decode_stage)
     log << "gpuconv: JPEGs decoded on the CPU: " << jpegs_on_cpu << " (" << decoding_at_startup
         << " decoders during nvJPEG's start-up); nvJPEG's decoder first used at " << std::setprecision(3)
