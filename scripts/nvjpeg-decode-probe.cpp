@@ -8,10 +8,10 @@
 //   nvjpeg-decode-probe DIR N RUN...
 // Each RUN decodes (or encodes) N images over DIR's first 256 .jpg files: hw:THREADS:BATCH,
 // gpu:THREADS, cpu:THREADS (NVJPEG_BACKEND_HYBRID), enc:THREADS, enc2:THREADS (the encoder on a
-// handle of its own), and with PROBE_EXTRA=hwn (hardware, no strict checks) or hwd
-// (NVJPEG_BACKEND_HARDWARE_DEVICE, bitstreams in device memory) hwn:/hwd:THREADS:BATCH - a second
-// hardware handle failed at its first batch on an H100 (nvJPEG 13.0). "a+b" runs a and b at once
-// on a shared count. Prints images/s and the process's CPU time for each run.
+// handle of its own). "a+b" runs a and b at once on a shared count. Prints images/s and the
+// process's CPU time for each run. (A second hardware-backend handle in the process - without the
+// strict checks, or NVJPEG_BACKEND_HARDWARE_DEVICE for bitstreams in device memory - failed at its
+// first batch on an H100, nvJPEG 13.0, so neither is measured here.)
 #include <cuda_runtime.h>
 #include <nvjpeg.h>
 
@@ -27,7 +27,6 @@
 #include <thread>
 #include <vector>
 #include <algorithm>
-#include <cstring>
 #include <sys/resource.h>
 
 #define CK(x)                                                                  \
@@ -45,10 +44,6 @@ struct file {
 };
 std::vector<file> files;
 nvjpegHandle_t hw_handle = nullptr, gpu_handle = nullptr;
-// hwn: the hardware decoder without the strict bitstream checks; hwd: NVJPEG_BACKEND_HARDWARE_DEVICE
-// with every file's bytes already in device memory (no host copy of the bitstreams)
-nvjpegHandle_t hwn_handle = nullptr, hwd_handle = nullptr;
-std::vector<unsigned char*> device_bytes;
 const unsigned flags = NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION | NVJPEG_FLAGS_BITSTREAM_STRICT;
 
 // nvJPEG's decoupled decoder (one image at a time, on gpu_handle) with its state and buffers
@@ -100,23 +95,21 @@ void worker(const job& j, std::atomic<int>& next, int count, std::atomic<int>& d
     }
     return im;
   };
-  if (j.kind == "hw" || j.kind == "hwn" || j.kind == "hwd") {
-    const nvjpegHandle_t hh = j.kind == "hwn" ? hwn_handle : j.kind == "hwd" ? hwd_handle : hw_handle;
+  if (j.kind == "hw") {
     nvjpegJpegState_t state;
-    CK(nvjpegJpegStateCreate(hh, &state));
-    CK(nvjpegDecodeBatchedInitialize(hh, state, j.batch, 1, NVJPEG_OUTPUT_BGR));
+    CK(nvjpegJpegStateCreate(hw_handle, &state));
+    CK(nvjpegDecodeBatchedInitialize(hw_handle, state, j.batch, 1, NVJPEG_OUTPUT_BGR));
     std::vector<const unsigned char*> data(j.batch);
     std::vector<std::size_t> sizes(j.batch);
     std::vector<nvjpegImage_t> ims(j.batch);
     auto run = [&](int first) {
       for (int k = 0; k < j.batch; ++k) {
-        const std::size_t fi = (first + k) % files.size();
-        const file& f = files[fi];
-        data[k] = j.kind == "hwd" ? device_bytes[fi] : f.bytes.data();
+        const file& f = files[(first + k) % files.size()];
+        data[k] = f.bytes.data();
         sizes[k] = f.bytes.size();
         ims[k] = image(k, f);
       }
-      CK(nvjpegDecodeBatched(hh, state, data.data(), sizes.data(), ims.data(), stream));
+      CK(nvjpegDecodeBatched(hw_handle, state, data.data(), sizes.data(), ims.data(), stream));
       CK(cudaStreamSynchronize(stream));
     };
     run(0);  // warm-up
@@ -240,19 +233,6 @@ int main(int argc, char** argv) {
   }
   CK(nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, flags, &hw_handle));
   CK(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, flags, &gpu_handle));
-  // a second hardware handle in the process: only where asked for (PROBE_EXTRA=hwn or hwd)
-  const std::string extra = std::getenv("PROBE_EXTRA") ? std::getenv("PROBE_EXTRA") : "";
-  if (extra == "hwn")
-    CK(nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION, &hwn_handle));
-  if (extra == "hwd")
-    CK(nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE_DEVICE, nullptr, nullptr, flags, &hwd_handle));
-  for (auto& f : files) {
-    if (extra != "hwd") break;
-    unsigned char* d = nullptr;
-    CK(cudaMalloc(&d, f.bytes.size()));
-    CK(cudaMemcpy(d, f.bytes.data(), f.bytes.size(), cudaMemcpyHostToDevice));
-    device_bytes.push_back(d);
-  }
   for (auto& f : files) {
     int nc;
     nvjpegChromaSubsampling_t ss;
