@@ -38,7 +38,27 @@ struct nvjpeg_api {
   GPUCONV_NVJPEG_FN(nvjpegEncoderParamsSetOptimizedHuffman)
   GPUCONV_NVJPEG_FN(nvjpegEncodeImage)
   GPUCONV_NVJPEG_FN(nvjpegEncodeRetrieveBitstream)
+  // the decoupled decoder (jpeg_hybrid): optional, resolved apart from the above
+  GPUCONV_NVJPEG_FN(nvjpegDecoderCreate)
+  GPUCONV_NVJPEG_FN(nvjpegDecoderDestroy)
+  GPUCONV_NVJPEG_FN(nvjpegDecoderStateCreate)
+  GPUCONV_NVJPEG_FN(nvjpegBufferPinnedCreate)
+  GPUCONV_NVJPEG_FN(nvjpegBufferPinnedDestroy)
+  GPUCONV_NVJPEG_FN(nvjpegBufferDeviceCreate)
+  GPUCONV_NVJPEG_FN(nvjpegBufferDeviceDestroy)
+  GPUCONV_NVJPEG_FN(nvjpegStateAttachPinnedBuffer)
+  GPUCONV_NVJPEG_FN(nvjpegStateAttachDeviceBuffer)
+  GPUCONV_NVJPEG_FN(nvjpegJpegStreamCreate)
+  GPUCONV_NVJPEG_FN(nvjpegJpegStreamDestroy)
+  GPUCONV_NVJPEG_FN(nvjpegJpegStreamParse)
+  GPUCONV_NVJPEG_FN(nvjpegDecodeParamsCreate)
+  GPUCONV_NVJPEG_FN(nvjpegDecodeParamsDestroy)
+  GPUCONV_NVJPEG_FN(nvjpegDecodeParamsSetOutputFormat)
+  GPUCONV_NVJPEG_FN(nvjpegDecodeJpegHost)
+  GPUCONV_NVJPEG_FN(nvjpegDecodeJpegTransferToDevice)
+  GPUCONV_NVJPEG_FN(nvjpegDecodeJpegDevice)
 #undef GPUCONV_NVJPEG_FN
+  bool decoupled = false;  // every decoupled entry point resolved
   nvjpegHandle_t handle = nullptr;  // the decoder's and the encoder's; hardware backend where there is one
   const char* backend = "none";
   // Decoder states for the process, each used by one thread at a time (creating one costs
@@ -146,6 +166,27 @@ void load() {
   GPUCONV_NVJPEG_RESOLVE(nvjpegEncoderParamsSetOptimizedHuffman)
   GPUCONV_NVJPEG_RESOLVE(nvjpegEncodeImage)
   GPUCONV_NVJPEG_RESOLVE(nvjpegEncodeRetrieveBitstream)
+  bool required = all;
+  GPUCONV_NVJPEG_RESOLVE(nvjpegDecoderCreate)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegDecoderDestroy)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegDecoderStateCreate)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegBufferPinnedCreate)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegBufferPinnedDestroy)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegBufferDeviceCreate)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegBufferDeviceDestroy)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegStateAttachPinnedBuffer)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegStateAttachDeviceBuffer)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegJpegStreamCreate)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegJpegStreamDestroy)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegJpegStreamParse)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegDecodeParamsCreate)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegDecodeParamsDestroy)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegDecodeParamsSetOutputFormat)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegDecodeJpegHost)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegDecodeJpegTransferToDevice)
+  GPUCONV_NVJPEG_RESOLVE(nvjpegDecodeJpegDevice)
+  api.decoupled = all;
+  all = required;
 #undef GPUCONV_NVJPEG_RESOLVE
   if (!all) {
     status.text = "libnvjpeg.so.13 lacks entry points gpuconv needs";
@@ -393,6 +434,64 @@ encoded_jpeg jpeg_gpu::encode_bgr(const unsigned char* planes, int height, int w
   retrieve_ns += ns(t2, t3);
   ++encodes;
   return e;
+}
+
+struct jpeg_hybrid::state {
+  cudaStream_t stream;
+  nvjpegJpegDecoder_t decoder = nullptr;
+  nvjpegJpegState_t js = nullptr;
+  nvjpegBufferPinned_t pinned = nullptr;
+  nvjpegBufferDevice_t device = nullptr;
+  nvjpegJpegStream_t jstream = nullptr;
+  nvjpegDecodeParams_t params = nullptr;
+  ~state() {
+    if (params) api.nvjpegDecodeParamsDestroy(params);
+    if (jstream) api.nvjpegJpegStreamDestroy(jstream);
+    if (js) api.nvjpegJpegStateDestroy(js);
+    if (device) api.nvjpegBufferDeviceDestroy(device);
+    if (pinned) api.nvjpegBufferPinnedDestroy(pinned);
+    if (decoder) api.nvjpegDecoderDestroy(decoder);
+  }
+};
+
+jpeg_hybrid::jpeg_hybrid(cudaStream_t stream) : s_(std::make_unique<state>()) {
+  if (!nvjpeg_library().available) throw std::runtime_error("nvJPEG is not available: " + nvjpeg_library().text);
+  if (!api.decoupled) throw std::runtime_error("nvJPEG: the library lacks the decoupled decoder's entry points");
+  debug_timer t{"hybrid decoder state", -1};
+  const nvjpegHandle_t h = api.handle;
+  s_->stream = stream;
+  check(api.nvjpegDecoderCreate(h, NVJPEG_BACKEND_GPU_HYBRID, &s_->decoder), "nvjpegDecoderCreate");
+  check(api.nvjpegDecoderStateCreate(h, s_->decoder, &s_->js), "nvjpegDecoderStateCreate");
+  check(api.nvjpegBufferPinnedCreate(h, nullptr, &s_->pinned), "nvjpegBufferPinnedCreate");
+  check(api.nvjpegBufferDeviceCreate(h, nullptr, &s_->device), "nvjpegBufferDeviceCreate");
+  check(api.nvjpegStateAttachPinnedBuffer(s_->js, s_->pinned), "nvjpegStateAttachPinnedBuffer");
+  check(api.nvjpegStateAttachDeviceBuffer(s_->js, s_->device), "nvjpegStateAttachDeviceBuffer");
+  check(api.nvjpegJpegStreamCreate(h, &s_->jstream), "nvjpegJpegStreamCreate");
+  check(api.nvjpegDecodeParamsCreate(h, &s_->params), "nvjpegDecodeParamsCreate");
+  check(api.nvjpegDecodeParamsSetOutputFormat(s_->params, NVJPEG_OUTPUT_BGR), "nvjpegDecodeParamsSetOutputFormat");
+}
+
+jpeg_hybrid::~jpeg_hybrid() = default;
+
+bool jpeg_hybrid::decode(const jpeg_gpu::input& in) {
+  const nvjpegHandle_t h = api.handle;
+  nvjpegImage_t out{};
+  const std::size_t plane = std::size_t(in.height) * in.width;
+  for (int c = 0; c < 3; ++c) {
+    out.channel[c] = in.planes + c * plane;
+    out.pitch[c] = std::size_t(in.width);
+  }
+  debug_timer t{"hybrid decode", 1};
+  if (api.nvjpegJpegStreamParse(h, in.data, in.size, 0, 0, s_->jstream) != NVJPEG_STATUS_SUCCESS ||
+      api.nvjpegDecodeJpegHost(h, s_->decoder, s_->js, s_->params, s_->jstream) != NVJPEG_STATUS_SUCCESS ||
+      api.nvjpegDecodeJpegTransferToDevice(h, s_->decoder, s_->js, s_->jstream, s_->stream) != NVJPEG_STATUS_SUCCESS ||
+      api.nvjpegDecodeJpegDevice(h, s_->decoder, s_->js, &out, s_->stream) != NVJPEG_STATUS_SUCCESS) {
+    (void)cudaStreamSynchronize(s_->stream);  // nothing of this image's may still run on the buffer
+    return false;
+  }
+  const cudaError_t sync = cudaStreamSynchronize(s_->stream);
+  if (sync != cudaSuccess) throw std::runtime_error(std::string("nvJPEG hybrid decode: ") + cudaGetErrorString(sync));
+  return true;
 }
 
 }  // namespace gpuconv::pipeline

@@ -18,7 +18,8 @@ build=${GPUCONV_BUILD_DIR:-build-gpu}
 run_tests=1 run_bench=1 sanitize=0 prebuilt=0 bench_args=() variants=() benches=fft1d,conv test_filter=""
 # compute-sanitizer runs each tool over the [gpu] tests to completion, one process per test case,
 # --sanitize-jobs of them at once (racecheck over all of them in one process took longer than a
-# device call; ten at once: every case but one in 320 s). The cap is per test case and only guards
+# device call; ten at once: every case but one in 320 s; with the direct sweep as three cases,
+# 16 at once on the H100 host: all 45 in 490 s, the longest 434 s). The cap is per test case and only guards
 # against a hang (a case cut by it is reported as INCOMPLETE and fails the check); each case's log
 # is kept and the first report of a case with errors goes to sanitize-TOOL-problems.txt and the
 # summary. Split the tools over several calls with --sanitize-tools where one call's time limit

@@ -232,7 +232,11 @@ int main(int argc, char** argv) {
     files.push_back(std::move(f));
   }
   CK(nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, flags, &hw_handle));
-  CK(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, flags, &gpu_handle));
+  // PROBE_SHARED_HANDLE=1: the decoupled decoders and enc2 on the hardware decoder's handle
+  if (const char* e = std::getenv("PROBE_SHARED_HANDLE"); e && *e == '1')
+    gpu_handle = hw_handle;
+  else
+    CK(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, flags, &gpu_handle));
   for (auto& f : files) {
     int nc;
     nvjpegChromaSubsampling_t ss;

@@ -97,8 +97,9 @@ std::chrono::milliseconds decode_patience() {
 // GPU decode stages (threads), each taking one of nvJPEG's decoder states when free. A batch
 // call returns when its decode has finished, so several stages keep the decoder fed: H100
 // host, 480 photos of 12 MP, after nvJPEG's start-up, 2 stages 263-280 images/s, 3 stages
-// 307-330 (the same machine start; 4 stages no faster). GPUCONV_DECODE_STAGES overrides (1..4).
-int decode_stage_count() { return env_int("GPUCONV_DECODE_STAGES", 1, 4, 3); }
+// 307-330 (the same machine start; 4 stages no faster). GPUCONV_DECODE_STAGES overrides (1..4;
+// 0 where GPU-hybrid decoders take every JPEG: measurements and tests).
+int decode_stage_count(int hybrid) { return env_int("GPUCONV_DECODE_STAGES", hybrid > 0 ? 0 : 1, 4, 3); }
 // Decoders that decode JPEGs on the CPU while nvJPEG starts; the others wait for it. Its
 // start-up is mostly system time (the driver): 0.5-1.0 s beside 4 busy decoders, 1.0-1.5 s
 // beside 16 (H100 host, 16 cores), while one CPU decoder does ~8 photos/s and the GPU ~300
@@ -107,6 +108,23 @@ int decode_stage_count() { return env_int("GPUCONV_DECODE_STAGES", 1, 4, 3); }
 // GPUCONV_STARTUP_DECODERS overrides (0..jobs; more: jobs).
 int startup_decoders(int jobs) {
   return std::min(env_int("GPUCONV_STARTUP_DECODERS", 0, std::numeric_limits<int>::max(), std::max(1, jobs / 4)), jobs);
+}
+// Threads that decode JPEGs with nvJPEG's GPU-hybrid decoder (Huffman on the CPU, one image at a
+// time) beside the hardware decoder's stages, from the same queue, once nvJPEG has loaded. H100
+// host (16 cores), --jobs 16, 12 MP photos, two rounds each, images/s: 1440 photos, none 383.1 /
+// 379.6, 6 threads 426.9 / 420.5, 8 433.0 / 435.1; 480 photos, none 244.0 / 240.4, 6 269.9 /
+// 263.0, 8 274.3 / 266.8 (8 threads decoded 40-48% of the photos, at ~23 ms of CPU a photo, 3.5x
+// less than libjpeg). By default half of --jobs, at most 8, where --jobs is 12 or more and the
+// hardware decoder decodes (elsewhere the CPU they take is the batch's own);
+// GPUCONV_HYBRID_DECODERS overrides (0..16, on any backend).
+struct hybrid_setting {
+  int threads;
+  bool forced;
+};
+hybrid_setting hybrid_decoder_count(int jobs) {
+  const int fallback = jobs >= 12 ? std::min(8, jobs / 2) : 0;
+  const int n = env_int("GPUCONV_HYBRID_DECODERS", 0, 16, -1);
+  return n < 0 ? hybrid_setting{fallback, false} : hybrid_setting{n, true};
 }
 // Decoded images waiting for a compute worker. GPUCONV_STAGED_IMAGES overrides (1..256).
 std::size_t staged_image_count() { return std::size_t(env_int("GPUCONV_STAGED_IMAGES", 1, 256, 16)); }
@@ -317,12 +335,15 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   // one a worker and one decode batch, so that no stage waits on another for a buffer forever.
   const int gpu_worker_count = gpu ? gpu_workers() : 0;
   const std::size_t gpu_batch = gpu_batch_size();
-  const int decode_stages = decode_stage_count();
   const std::chrono::milliseconds full_batch_patience = decode_patience();
   const std::size_t staged_images = staged_image_count();
-  pipeline::device_pool decoded_on_gpu(staged_images + std::size_t(gpu_worker_count) + decode_stages * gpu_batch);
   const bool decode_stage = gpu && c->settings().decoder != jpeg_decoder::cpu &&
                             std::any_of(items.begin(), items.end(), [](const batch_item& it) { return is_jpeg_name(it.input); });
+  const hybrid_setting hybrid = hybrid_decoder_count(jobs);
+  const int hybrid_decoders = decode_stage ? hybrid.threads : 0;
+  const int decode_stages = decode_stage_count(hybrid.forced ? hybrid_decoders : 0);
+  pipeline::device_pool decoded_on_gpu(staged_images + std::size_t(gpu_worker_count) + decode_stages * gpu_batch +
+                                       std::size_t(hybrid_decoders));
   // With the GPU decode stage the decoders' queue holds mostly JPEG bytes (~4 MB for 12 MP), and
   // room for a full batch per stage beside the decoders' own items: a batch larger than the
   // queue would never fill. Otherwise it holds decoded images (36 MB at 12 MP): one per decoder.
@@ -396,7 +417,8 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   // the workers) decoded into device buffers of the pool. A batch nvJPEG refuses goes on
   // undecoded (the CPU decodes it in the worker).
   if (decode_stage) c->start_gpu_jpeg(decode_stages);
-  std::atomic<int> decode_stages_left{decode_stages};
+  std::atomic<int> decode_stages_left{decode_stages + hybrid_decoders};
+  std::atomic<int> hybrid_decoded{0};
   // the decode stages' takes from the decoders' queue, summed (GPUCONV_BATCH_STATS)
   std::mutex takes_mutex;
   bounded_queue<work>::pop_timing takes;
@@ -453,6 +475,49 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
       std::lock_guard lock(takes_mutex);
       takes += my_takes;
     }
+    if (--decode_stages_left == 0) staged.close();
+  };
+  // GPU-hybrid decoders (hybrid_decoder_count()): one JPEG at a time from the same queue, once
+  // nvJPEG has loaded; one that fails leaves the JPEG to the CPU, as a batch does.
+  auto hybrid_decoder = [&] {
+#ifdef GPUCONV_HAVE_NVJPEG
+    auto drained = [&] { return decoders_left == 0 && decoded.size() == 0; };  // a short batch ends first
+    while (!c->gpu_jpeg_settled() && !stop && !interrupted() && !drained())
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::unique_ptr<cuda_stream> stream;
+    std::unique_ptr<pipeline::jpeg_hybrid> nvjpeg;
+    // by default only beside the hardware decoder (where the handle is GPU-hybrid, its batches
+    // already take the CPU's share)
+    const bool wanted = hybrid.forced || std::string(pipeline::jpeg_gpu::decoder_backend()) == "hardware decoder";
+    try {
+      if (wanted && !stop && !interrupted() && !drained()) {
+        stream = std::make_unique<cuda_stream>();
+        nvjpeg = std::make_unique<pipeline::jpeg_hybrid>(stream->get());
+      }
+    } catch (const std::exception&) {
+      nvjpeg.reset();  // the hardware decoder's stages and the CPU go on without it
+    }
+    // without a decoder it leaves the queue to the hardware decoder's stages, or where there are
+    // none, passes the JPEGs on undecoded (the CPU decodes them in the workers)
+    if (nvjpeg || decode_stages == 0)
+      for (std::vector<work> one; !(one = decoded.pop_up_to(1)).empty();) {
+        work& w = one.front();
+        if (auto* f = std::get_if<jpeg_file>(&w.image); f && nvjpeg && !interrupted()) {
+          try {
+            const int h = f->header.height, wd = f->header.width;
+            auto buffer = decoded_on_gpu.acquire(std::size_t(3) * h * wd);
+            if (nvjpeg->decode({f->bytes.data(), f->bytes.size(), buffer.get(), h, wd})) {
+              w.image = device_jpeg{std::move(buffer), h, wd};
+              ++gpu_decoded;
+              ++hybrid_decoded;
+            }
+          } catch (const std::exception&) {
+            // as a failed batch: the CPU decodes this file in the worker
+          }
+        }
+        staged.push(std::move(w));
+      }
+#endif
     if (--decode_stages_left == 0) staged.close();
   };
 
@@ -630,6 +695,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   for (int j = 0; j < jobs; ++j) threads.emplace_back(decoder, j);
   if (decode_stage)
     for (int k = 0; k < decode_stages; ++k) threads.emplace_back(gpu_decoder);
+  for (int k = 0; k < hybrid_decoders; ++k) threads.emplace_back(hybrid_decoder);
   if (workers.empty())
     threads.emplace_back(compute, nullptr);
   else
@@ -655,7 +721,8 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   if (stats.on && decode_stage)
     log << "gpuconv: JPEGs decoded on the CPU: " << jpegs_on_cpu << " (" << decoding_at_startup
         << " decoders during nvJPEG's start-up); nvJPEG's decoder first used at " << std::setprecision(3)
-        << gpu_decoder_ready_ns * 1e-9 << " s, last at " << last_gpu_decode_ns * 1e-9 << " s\n";
+        << gpu_decoder_ready_ns * 1e-9 << " s, last at " << last_gpu_decode_ns * 1e-9 << " s; by the GPU-hybrid decoder "
+        << hybrid_decoded << " (" << hybrid_decoders << " threads)\n";
   report.interrupted = interrupted();
   report.not_processed = report.total - report.done - report.skipped - report.failed;
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

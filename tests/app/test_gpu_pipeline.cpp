@@ -5,6 +5,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "convolve_image.hpp"
+#include "errors.hpp"
 #include "fft/device/cuda_check.hpp"
 #include "jpeg_header.hpp"
 #include "support.hpp"
@@ -266,22 +268,28 @@ TEST_CASE("batch on CUDA: JPEGs through the GPU decode stages, every setting, ea
   // libjpeg's pixels (--decoder cpu), then nvJPEG's through the decode stages: the decoders' queue,
   // the stages' batches and buffers, the decoders that wait for nvJPEG's start-up
   batch("ref", {"--decoder", "cpu"});
+  // (the last: no hardware-decoder stage, two GPU-hybrid decoders take every JPEG)
   struct setting {
-    const char *stages, *batch, *startup;
+    const char *stages, *batch, *startup, *hybrid;
   };
-  const setting settings[] = {{"4", "3", "0"}, {"1", "8", "0"}, {"3", "8", "2"}};
+  const setting settings[] = {{"4", "3", "0", "0"}, {"1", "8", "0", "0"}, {"3", "8", "2", "0"}, {"0", "8", "0", "2"}};
   for (const auto& st : settings) {
     ::setenv("GPUCONV_DECODE_STAGES", st.stages, 1);
     ::setenv("GPUCONV_DECODE_BATCH", st.batch, 1);
     ::setenv("GPUCONV_STARTUP_DECODERS", st.startup, 1);
+    ::setenv("GPUCONV_HYBRID_DECODERS", st.hybrid, 1);
     ::setenv("GPUCONV_BATCH_STATS", "1", 1);
-    const std::string out = std::string("s") + st.stages + "-b" + st.batch + "-d" + st.startup;
+    const std::string out = std::string("s") + st.stages + "-b" + st.batch + "-d" + st.startup + "-h" + st.hybrid;
     const std::string err = batch(out, {});
-    for (const char* v : {"GPUCONV_DECODE_STAGES", "GPUCONV_DECODE_BATCH", "GPUCONV_STARTUP_DECODERS", "GPUCONV_BATCH_STATS"})
+    for (const char* v : {"GPUCONV_DECODE_STAGES", "GPUCONV_DECODE_BATCH", "GPUCONV_STARTUP_DECODERS",
+                          "GPUCONV_HYBRID_DECODERS", "GPUCONV_BATCH_STATS"})
       ::unsetenv(v);
     INFO(out << ": " << err);
     if (std::string(st.startup) == "0")  // every decoder waited for nvJPEG: the GPU decoded every file
       CHECK(err.find("JPEGs decoded on the CPU: 0 (0 decoders") != std::string::npos);
+    if (std::string(st.hybrid) != "0")  // ... every one of them on the GPU-hybrid decoder
+      CHECK(err.find("by the GPU-hybrid decoder " + std::to_string(files) + " (" + st.hybrid + " threads)") !=
+            std::string::npos);
     for (const auto& e : fs::directory_iterator(dir / "ref")) {
       const fs::path mine = dir / out / e.path().filename();
       INFO(mine);
@@ -290,9 +298,74 @@ TEST_CASE("batch on CUDA: JPEGs through the GPU decode stages, every setting, ea
       INFO("nvJPEG vs libjpeg after the convolution: max " << d.max_abs << ", rel L2 " << d.rel_l2);
       CHECK(d.max_abs <= 24);
       CHECK(d.rel_l2 <= 0.01);
-      if (out == "s1-b8-d0")  // nvJPEG decodes a file the same in any batch, on any stage
-        CHECK(test::read_file(mine) == test::read_file(dir / "s4-b3-d0" / e.path().filename()));
+      if (out == "s1-b8-d0-h0")  // nvJPEG decodes a file the same in any batch, on any stage
+        CHECK(test::read_file(mine) == test::read_file(dir / "s4-b3-d0-h0" / e.path().filename()));
     }
     CHECK(std::distance(fs::directory_iterator(dir / out), fs::directory_iterator{}) == files);
+  }
+}
+
+TEST_CASE("batch on CUDA: damaged JPEGs fail as on the CPU, through the hardware decoder's stages and the GPU-hybrid decoder",
+          "[app][cli][gpu]") {
+  namespace fs = std::filesystem;
+  test::scratch_dir dir;
+  const fs::path in = dir / "in";
+  fs::create_directories(in);
+  constexpr int good = 8;
+  std::vector<std::string> damaged;
+  for (int i = 0; i < good; ++i) {
+    const auto bytes = jpeg_bytes(photo(160, 240, std::uint64_t(100 + i)), {cv::IMWRITE_JPEG_QUALITY, 92});
+    const std::string name = "p" + std::to_string(i);
+    test::write_file(in / (name + ".jpg"), std::string(bytes.begin(), bytes.end()));
+    if (i >= 3) continue;
+    // truncated; 64 bytes of the entropy-coded data flipped at a quarter, a half, three quarters
+    std::string b(bytes.begin(), bytes.end());
+    test::write_file(in / (name + "-trunc.jpg"), b.substr(0, b.size() / 2));
+    damaged.push_back(name + "-trunc.jpg");
+    const std::size_t at = b.size() * std::size_t(i + 1) / 4;
+    for (std::size_t k = at; k < at + 64; ++k) b[k] = char(b[k] ^ 0x5a);
+    test::write_file(in / (name + "-flip.jpg"), b);
+    damaged.push_back(name + "-flip.jpg");
+  }
+  // the files a run reported as truncated or corrupt, and its summary line
+  auto batch = [&](const std::string& out, const std::string& device) {
+    const auto r = test::run_gpuconv({"batch", in.string(), "gaussian:2", (dir / out).string(), "--device", device,
+                                      "--format", "png", "--jobs", "8"},
+                                     dir.path());
+    INFO(out << ": " << r.err);
+    CHECK(r.exit_code == exit_failure);
+    std::vector<std::string> failed;
+    for (const auto& name : damaged) {
+      const bool reported = r.err.find(name + "': truncated or corrupt") != std::string::npos;
+      if (reported) failed.push_back(name);
+      INFO(name);
+      CHECK(reported != fs::exists(dir / out / (fs::path(name).stem().string() + ".png")));  // error or output
+    }
+    CHECK(test::temp_files_under(dir.path()).empty());
+    const auto at = r.err.find("gpuconv: batch done");
+    REQUIRE(at != std::string::npos);
+    return std::pair(failed, r.err.substr(at, r.err.find(" (", at) - at));
+  };
+  // libjpeg (here too without a GPU): the truncated files fail; a flipped span may decode with
+  // no complaint (then the file is done, on every path)
+  const auto cpu = batch("cpu", "cpu");
+  for (const auto& name : damaged)
+    if (name.find("-trunc") != std::string::npos) CHECK(std::find(cpu.first.begin(), cpu.first.end(), name) != cpu.first.end());
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  {
+    convolve_settings s;
+    s.device = conv::backend::cuda;
+    if (!convolver(make_kernel(3, 3, 1, 1.0), s).gpu_jpeg()) SKIP("nvJPEG is not available on this machine");
+  }
+  // the hardware decoder's stages only, then the GPU-hybrid decoder only (every decoder waits for nvJPEG)
+  for (const char* hybrid : {"0", "2"}) {
+    ::setenv("GPUCONV_STARTUP_DECODERS", "0", 1);
+    ::setenv("GPUCONV_HYBRID_DECODERS", hybrid, 1);
+    if (std::string(hybrid) != "0") ::setenv("GPUCONV_DECODE_STAGES", "0", 1);
+    const auto gpu = batch(std::string("cuda-h") + hybrid, "cuda");
+    INFO("hybrid decoders " << hybrid);
+    CHECK(gpu.first == cpu.first);    // the same files fail
+    CHECK(gpu.second == cpu.second);  // "gpuconv: batch done N, skipped 0, failed M"
+    for (const char* v : {"GPUCONV_STARTUP_DECODERS", "GPUCONV_HYBRID_DECODERS", "GPUCONV_DECODE_STAGES"}) ::unsetenv(v);
   }
 }
