@@ -29,9 +29,22 @@ namespace gpuconv::conv {
 
 namespace {
 
+// Registers a thread may use. The unrolled walks of 8 rows up to 7 x 7 taps get 64: four blocks
+// of 256 threads a multiprocessor where 72-80 registers allowed three (uint8 at K = 3..7, fp32
+// at K = 7), with no spills but 6 / 56 bytes of spill store / load in the uint8 K = 3 walk. H100,
+// `gpuconv-bench conv --sizes 3,5,7`, two rounds each, Gpix/s (back to back in brackets): uint8
+// 4096^2 K = 3 442-460 (501-502) -> 461-487 (523-530), K = 5 359-378 (398-401) -> 381-391
+// (419-424), K = 7 277-281 (301-302) -> 292 (313); fp32 1024 x 64^2 K = 7 138-141 (164) -> 154
+// (176); fp32 4096^2 unchanged. Capping at 48 (five blocks) or 40 (six) spilled more and lost
+// 8-25% at K = 3. Otherwise 65536 / max_threads (what __launch_bounds__(max_threads, 1) gives).
+template <walk W, int K, int R>
+constexpr int window_registers() {
+  return W == walk::unrolled && K <= 7 && R == 8 ? 64 : 65536 / window_policy::max_threads;
+}
+
 // The kernel-level entry: the two phases of window_walks.cuh around the barrier.
 template <walk W, int K, int R, typename in_t, typename out_t>
-__global__ void __launch_bounds__(window_policy::max_threads, 1)
+__global__ void __launch_bounds__(window_policy::max_threads) __maxnreg__((window_registers<W, K, R>()))
     window_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const window_map m, const int kh, const int kw,
                   const fixed_taps<K * K> taps, const float* __restrict__ padded, const long long tiles_x,
                   const long long tiles_per_plane, const int stride, const int taps_floats, const bool vector_store) {
