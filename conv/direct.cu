@@ -36,7 +36,7 @@ namespace {
 // 4096^2 K = 3 442-460 (501-502) -> 461-487 (523-530), K = 5 359-378 (398-401) -> 381-391
 // (419-424), K = 7 277-281 (301-302) -> 292 (313); fp32 1024 x 64^2 K = 7 138-141 (164) -> 154
 // (176); fp32 4096^2 unchanged. Capping at 48 (five blocks) or 40 (six) spilled more and lost
-// 8-25% at K = 3. Otherwise 65536 / max_threads (what __launch_bounds__(max_threads, 1) gives).
+// 1-23% at K = 3. Otherwise 65536 / max_threads (what __launch_bounds__(max_threads, 1) gives).
 template <walk W, int K, int R>
 constexpr int window_registers() {
   return W == walk::unrolled && K <= 7 && R == 8 ? 64 : 65536 / window_policy::max_threads;

@@ -4,7 +4,8 @@
 //
 // Decoding: batches of baseline (sequential, 8-bit, Huffman) 3-component JPEGs into planar
 // BGR in device memory, on the hardware decoder where the GPU has one (A100, H100:
-// NVJPEG_BACKEND_HARDWARE), else the GPU-assisted hybrid backend. Anything else (progressive,
+// NVJPEG_BACKEND_HARDWARE), else the GPU-assisted hybrid backend; beside the hardware decoder's
+// batches, single images on the decoupled GPU-hybrid decoder (jpeg_hybrid). Anything else (progressive,
 // gray, CMYK, 12-bit, arithmetic coding, a stream without its end marker, a stray marker in
 // the entropy-coded data, or a batch nvJPEG refuses) is left to the CPU decoder (OpenCV),
 // which gives the same pixels and errors as before.
