@@ -61,6 +61,7 @@ struct nvjpeg_api {
   bool decoupled = false;  // every decoupled entry point resolved
   nvjpegHandle_t handle = nullptr;  // the decoder's and the encoder's; hardware backend where there is one
   const char* backend = "none";
+  bool hardware = false;  // the handle's backend is the hardware decoder
   // Decoder states for the process, each used by one thread at a time (creating one costs
   // 0.3-0.9 s on the H100). The first is made with the handle; the others afterwards, in
   // the background loader, one per further decode stage, to keep the hardware decoder busier.
@@ -137,6 +138,17 @@ std::string status_name(nvjpegStatus_t s) {
 
 void check(nvjpegStatus_t s, const char* call) {
   if (s != NVJPEG_STATUS_SUCCESS) throw std::runtime_error(std::string("nvJPEG: ") + call + ": " + status_name(s));
+}
+
+// 3 planes of height x width bytes (B, G, R), pitch width, as nvJPEG describes an image.
+nvjpegImage_t bgr_planes_image(const unsigned char* planes, int height, int width) {
+  nvjpegImage_t im{};
+  const std::size_t plane = std::size_t(height) * width;
+  for (int c = 0; c < 3; ++c) {
+    im.channel[c] = const_cast<unsigned char*>(planes) + c * plane;
+    im.pitch[c] = std::size_t(width);
+  }
+  return im;
 }
 
 void load() {
@@ -217,6 +229,7 @@ void load() {
     if (!hybrid_only &&
         api.nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, flags, &api.handle) == NVJPEG_STATUS_SUCCESS) {
       api.backend = "hardware decoder";
+      api.hardware = true;
     } else if (api.nvjpegCreateEx(NVJPEG_BACKEND_GPU_HYBRID, nullptr, nullptr, flags, &api.handle) ==
                NVJPEG_STATUS_SUCCESS) {
       api.backend = "GPU hybrid decoder";
@@ -283,6 +296,8 @@ bool nvjpeg_settled() { return loaded; }
 bool nvjpeg_encoder_ready() { return encoder_up; }
 
 const char* jpeg_gpu::decoder_backend() { return api.backend; }
+
+bool jpeg_gpu::hardware_decoder() { return api.hardware; }
 
 std::string nvjpeg_statistics() {
   std::ostringstream o;
@@ -364,12 +379,7 @@ bool jpeg_gpu::decode(const std::vector<input>& batch) {
   for (int i = 0; i < n; ++i) {
     data[i] = batch[i].data;
     sizes[i] = batch[i].size;
-    out[i] = nvjpegImage_t{};
-    const std::size_t plane = std::size_t(batch[i].height) * batch[i].width;
-    for (int c = 0; c < 3; ++c) {
-      out[i].channel[c] = batch[i].planes + c * plane;
-      out[i].pitch[c] = std::size_t(batch[i].width);
-    }
+    out[i] = bgr_planes_image(batch[i].planes, batch[i].height, batch[i].width);
   }
   debug_timer t{"batched decode", n};
   const nvjpegStatus_t st = api.nvjpegDecodeBatched(api.handle, d->state, data.data(), sizes.data(),
@@ -397,12 +407,7 @@ encoded_jpeg jpeg_gpu::encode_bgr(const unsigned char* planes, int height, int w
     check(api.nvjpegEncoderParamsSetQuality(s_->params, quality, s_->stream), "nvjpegEncoderParamsSetQuality");
     s_->quality = quality;
   }
-  nvjpegImage_t src{};
-  const std::size_t plane = std::size_t(height) * width;
-  for (int c = 0; c < 3; ++c) {
-    src.channel[c] = const_cast<unsigned char*>(planes) + c * plane;
-    src.pitch[c] = std::size_t(width);
-  }
+  const nvjpegImage_t src = bgr_planes_image(planes, height, width);
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   check(api.nvjpegEncodeImage(api.handle, s_->encoder, s_->params, &src, NVJPEG_INPUT_BGR, width, height,
@@ -475,12 +480,7 @@ jpeg_hybrid::~jpeg_hybrid() = default;
 
 bool jpeg_hybrid::decode(const jpeg_gpu::input& in) {
   const nvjpegHandle_t h = api.handle;
-  nvjpegImage_t out{};
-  const std::size_t plane = std::size_t(in.height) * in.width;
-  for (int c = 0; c < 3; ++c) {
-    out.channel[c] = in.planes + c * plane;
-    out.pitch[c] = std::size_t(in.width);
-  }
+  nvjpegImage_t out = bgr_planes_image(in.planes, in.height, in.width);
   debug_timer t{"hybrid decode", 1};
   if (api.nvjpegJpegStreamParse(h, in.data, in.size, 0, 0, s_->jstream) != NVJPEG_STATUS_SUCCESS ||
       api.nvjpegDecodeJpegHost(h, s_->decoder, s_->js, s_->params, s_->jstream) != NVJPEG_STATUS_SUCCESS ||

@@ -70,6 +70,8 @@ class jpeg_gpu {
   encoded_jpeg encode_bgr(const unsigned char* planes, int height, int width, int quality);
   // The backend decoding runs on ("hardware" or "GPU hybrid").
   static const char* decoder_backend();
+  // Whether that is the hardware decoder (set once nvJPEG's handle exists).
+  static bool hardware_decoder();
 
  private:
   struct state;

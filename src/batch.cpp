@@ -488,7 +488,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
     std::unique_ptr<pipeline::jpeg_hybrid> nvjpeg;
     // by default only beside the hardware decoder (where the handle is GPU-hybrid, its batches
     // already take the CPU's share)
-    const bool wanted = hybrid.forced || std::string(pipeline::jpeg_gpu::decoder_backend()) == "hardware decoder";
+    const bool wanted = hybrid.forced || pipeline::jpeg_gpu::hardware_decoder();
     try {
       if (wanted && !stop && !interrupted() && !drained()) {
         stream = std::make_unique<cuda_stream>();
