@@ -25,6 +25,13 @@
 #include "window_tile.cuh"
 #include "window_walks.cuh"
 
+// Threads of a block where a plane's height takes several blocks. 128 measured on the H100
+// (docs/benchmarks.md, session 26): back to back 1-6% faster at K <= 7, 8-14% slower at K = 11;
+// timed alone within 2%. A measurement knob.
+#ifndef GPUCONV_DIRECT_TILE_THREADS
+#define GPUCONV_DIRECT_TILE_THREADS 256
+#endif
+
 namespace gpuconv::conv {
 
 namespace {
@@ -86,7 +93,7 @@ window_shape window_shape_for(long long out_h, long long out_w, int kh, int kw, 
   s.stride = s.tile_w + round4(kw) + 4;
   s.taps_floats = kh * round4(kw);
   const long long need = std::max<long long>(1, (out_h + R - 1) / R);
-  s.ty = (int)std::min<long long>(need, 256 / s.tx);
+  s.ty = (int)std::min<long long>(need, GPUCONV_DIRECT_TILE_THREADS / s.tx);
   if (need <= window_policy::max_threads / s.tx) s.ty = (int)need;  // one block holds the plane's height
   for (; s.ty >= 1; --s.ty)
     if (shape_bytes(s, kh) <= (std::size_t)window_policy::max_shared_bytes) break;

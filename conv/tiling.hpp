@@ -46,8 +46,8 @@ enum class cuda_path { automatic, fused, three_pass, multipass, direct, separabl
 // The CUDA backend's choice, by the time per padded pixel each path was measured at on the
 // H100 (gpuconv-bench conv, docs/notes-conv.md):
 // - fused 32/64/128-tiles: 3.9/4.5/6.5 ps (3.7-4.3, 3.9-5.3, 4.8-6.8 measured), scaled up
-//   for a last partial wave of blocks (8, 3 and 1 resident blocks per SM), which matters
-//   for small batches;
+//   by the busiest SM's share of the tile pairs over the average (ceil(pairs / SMs) over
+//   pairs / SMs), which matters for small batches;
 // - three-pass 256/512/1024-tiles: 9.1/11.7/17 ps times the valid fraction of a tile's rows
 //   (8.6 and 7.4 ps measured at K = 31 and 63 on 256-tiles, 10.1 and 9.6 at K = 63 and 127
 //   on 512-tiles, 15.7 at K = 127 on 1024-tiles);
@@ -60,7 +60,6 @@ struct cuda_tiling {
   double cost_ps = 0;                     // the model's time for the whole problem, ps
 };
 constexpr double fused_ps_per_pixel(int tile) { return tile <= 32 ? 3.9 : tile <= 64 ? 4.5 : 6.5; }
-constexpr int fused_blocks_per_sm(int tile) { return tile <= 32 ? 8 : tile <= 64 ? 3 : 1; }
 // three-pass: pass C transforms only the rows that hold outputs and pass B stores only those,
 // so the time per padded pixel scales with the tile's valid fraction (tile - kh + 1) / tile
 constexpr double three_pass_ps_per_pixel(int tile, int kh) {
