@@ -90,8 +90,8 @@ cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long plane
       // the busiest multiprocessor's pairs over the average (>= 1): the kernels are issue-bound
       // on a multiprocessor, so its pairs cost about the same side by side or in a last wave of
       // fewer blocks, and what a short batch wastes is the uneven share, not that wave's empty
-      // block slots (priced so, 256 x 100^2 at K = 15 took 128-tiles at 0.051 ms where 64-tiles
-      // ran 0.035)
+      // block slots (counting those sent 256 x 100^2 at K = 15 to 128-tiles, 0.047-0.051 ms on
+      // the H100, where 64-tiles ran 0.033-0.035)
       const double per_sm = double(pairs) / double(std::max(sms, 1));
       const double share = std::ceil(per_sm) / per_sm;
       return fused_ps_per_pixel(t) * double(2 * pairs) * t * t * share;
