@@ -66,7 +66,7 @@ fi
 [ "$bench" = 0 ] && [ "$sweep" = 0 ] && finish
 
 # the photos, generated once by the bench (kept for the later runs)
-"$bin" bench --workload jpeg --images "$images" --jobs "$jobs" --device cpu --no-peer --dir "$work/bench" --keep -q \
+"$bin" bench --workload jpeg --images "$images" --jobs "$jobs" --device cpu --no-peer --rounds 1 --dir "$work/bench" --keep -q \
   > "$out/bench-generate.txt" 2>&1
 photo=$work/bench/in-jpeg/img00000.jpg
 ls -la "$work/bench/in-jpeg" | head -5 > "$out/photos.txt"
@@ -149,13 +149,13 @@ for f in $(ls "$work/bench/in-jpeg" | head -96); do ln -sf "$work/bench/in-jpeg/
 for r in $(seq "$reps"); do
   for set in bench96 bench; do
     GPUCONV_BATCH_STATS=1 "$bin" bench --workload jpeg --images "$(ls "$work/$set/in-jpeg" | wc -l)" --jobs "$jobs" \
-      --device cuda --dir "$work/$set" --keep > "$out/bench-jpeg-$set-$r.txt" 2>&1
+      --device cuda --rounds 1 --dir "$work/$set" --keep > "$out/bench-jpeg-$set-$r.txt" 2>&1
     summary+=("jpeg $set run $r: $(grep -E '^gpuconv batch' "$out/bench-jpeg-$set-$r.txt" | tr -s ' ')")
   done
 done
 summary+=("jpeg ceiling/opencv (last run): $(grep -E '^(decode|OpenCV)' "$out/bench-jpeg-bench-$reps.txt" | tr -s ' ' | tr '\n' ';')")
 for r in $(seq "$reps"); do
-  GPUCONV_BATCH_STATS=1 "$bin" bench --workload png --images "$png_images" --jobs "$jobs" --device cuda \
+  GPUCONV_BATCH_STATS=1 "$bin" bench --workload png --images "$png_images" --jobs "$jobs" --device cuda --rounds 1 \
     --dir "$work/bench" --keep > "$out/bench-png-$r.txt" 2>&1
   summary+=("png run $r: $(grep -E '^gpuconv batch' "$out/bench-png-$r.txt" | tr -s ' ')")
 done

@@ -281,6 +281,9 @@ cli_options parse_cli(const std::vector<std::string>& args) {
     app.add_flag("!--no-peer", o.bench.peer, "skip the OpenCV-only pipeline");
     app.add_option("--dir", o.bench.dir, "working directory (default: a fresh one in the temp dir)");
     app.add_flag("--keep", o.bench.keep, "keep the generated images and outputs");
+    app.add_option("--rounds", o.bench.rounds,
+                   "rounds of the runs, interleaved; each run's median reported (default 3)")
+        ->check(CLI::Range(1, 100));
     app.add_option("--kernel", o.kernel, "kernel (default gaussian:3)");
     app.add_option("--jobs", o.batch.jobs, "decoder and encoder threads each (default: hardware concurrency)")
         ->check(CLI::Range(1, 1024));

@@ -69,6 +69,7 @@ struct bench_options {
   bool peer = true;                     // also time OpenCV alone on the same files
   std::string dir;                      // empty: a fresh directory under the system temp dir
   bool keep = false;                    // keep the generated images and outputs
+  int rounds = 3;                       // rounds of the runs, one after the other; medians reported
 };
 
 // gpuconv deconvolve: Richardson-Lucy (conv/deconvolve.hpp); the boundary, device and depth

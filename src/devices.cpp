@@ -63,6 +63,30 @@ std::vector<std::string> worker_arguments(const std::vector<std::string>& args) 
   return out;
 }
 
+// This process's environment less the variables a worker gets its own value of (the role, the
+// report file and, with `own_gpu`, CUDA_VISIBLE_DEVICES).
+std::vector<std::string> worker_base_environment(bool own_gpu) {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string v = *e;
+    if ((own_gpu && v.rfind("CUDA_VISIBLE_DEVICES=", 0) == 0) || v.rfind(std::string(role_variable) + "=", 0) == 0 ||
+        v.rfind(std::string(report_variable) + "=", 0) == 0)
+      continue;
+    env.push_back(v);
+  }
+  return env;
+}
+
+// This program started as `gpuconv ARGS` with the environment `env`; 0, or posix_spawn's error.
+int spawn_self(const std::vector<std::string>& args, const std::vector<std::string>& env, pid_t& pid) {
+  std::vector<char*> argv{const_cast<char*>("gpuconv")}, envp;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& v : env) envp.push_back(const_cast<char*>(v.c_str()));
+  envp.push_back(nullptr);
+  return ::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), envp.data());
+}
+
 }  // namespace
 
 std::vector<std::string> device_workers(const std::string& spec, int visible, const char* visible_env) {
@@ -144,6 +168,42 @@ bool read_worker_report(const std::string& file, batch_report& r) {
   return bool(in >> end) && end == "end";
 }
 
+batch_report run_batch_in_child(const std::vector<std::string>& args) {
+  std::string dir_template = (fs::temp_directory_path() / "gpuconv-child.XXXXXX").string();
+  if (!::mkdtemp(dir_template.data())) throw error("bench: cannot make a temporary directory", exit_failure);
+  const fs::path dir = dir_template;
+  const std::string report = (dir / "report").string();
+  std::vector<std::string> env = worker_base_environment(false);
+  env.push_back(std::string(role_variable) + "=0/1");
+  env.push_back(std::string(report_variable) + "=" + report);
+  std::error_code ec;
+  pid_t pid = -1;
+  if (const int rc = spawn_self(args, env, pid); rc != 0) {
+    fs::remove_all(dir, ec);
+    throw error(std::string("bench: cannot start the batch process: ") + std::strerror(rc), exit_failure);
+  }
+  int status = 0;
+  bool forwarded = false;
+  for (;;) {
+    const pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid || (w < 0 && errno != EINTR)) break;
+    if (interrupted() && !forwarded) {
+      ::kill(pid, interrupt_exit_code() == exit_sigint ? SIGINT : SIGTERM);
+      forwarded = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  batch_report r;
+  const bool ok = read_worker_report(report, r);
+  fs::remove_all(dir, ec);
+  if (!ok) {
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    throw error("bench: the batch process ended (exit code " + std::to_string(code) + ") without a report",
+                exit_failure);
+  }
+  return r;
+}
+
 int run_batch_on_devices(const cli_options& o, const std::vector<std::string>& workers, std::ostream& err) {
   const auto start = std::chrono::steady_clock::now();
   const int n = int(workers.size());
@@ -153,14 +213,7 @@ int run_batch_on_devices(const cli_options& o, const std::vector<std::string>& w
 
   const std::vector<std::string> args = worker_arguments(o.args);
   // the environment, less the variables each worker gets its own value of
-  std::vector<std::string> base_env;
-  for (char** e = environ; e && *e; ++e) {
-    const std::string v = *e;
-    if (v.rfind("CUDA_VISIBLE_DEVICES=", 0) == 0 || v.rfind(std::string(role_variable) + "=", 0) == 0 ||
-        v.rfind(std::string(report_variable) + "=", 0) == 0)
-      continue;
-    base_env.push_back(v);
-  }
+  const std::vector<std::string> base_env = worker_base_environment(true);
   std::vector<pid_t> pids(n, -1);
   std::vector<int> status(n, 0);
   for (int k = 0; k < n; ++k) {
@@ -168,12 +221,7 @@ int run_batch_on_devices(const cli_options& o, const std::vector<std::string>& w
     env.push_back("CUDA_VISIBLE_DEVICES=" + workers[k]);
     env.push_back(std::string(role_variable) + "=" + std::to_string(k) + "/" + std::to_string(n));
     env.push_back(std::string(report_variable) + "=" + (dir / ("worker-" + std::to_string(k))).string());
-    std::vector<char*> argv{const_cast<char*>("gpuconv")}, envp;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    for (const auto& v : env) envp.push_back(const_cast<char*>(v.c_str()));
-    envp.push_back(nullptr);
-    const int rc = ::posix_spawn(&pids[k], "/proc/self/exe", nullptr, nullptr, argv.data(), envp.data());
+    const int rc = spawn_self(args, env, pids[k]);
     if (rc != 0) {
       pids[k] = -1;
       err << "gpuconv: --devices: cannot start the worker for GPU " << workers[k] << ": " << std::strerror(rc) << "\n";

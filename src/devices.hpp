@@ -35,4 +35,12 @@ bool read_worker_report(const std::string& file, batch_report& r);
 // Runs the batch over the workers, prints the merged summary, writes --summary; the exit code.
 int run_batch_on_devices(const cli_options& o, const std::vector<std::string>& workers, std::ostream& err);
 
+// `gpuconv ARGS` (a batch command line, without the program name) run in a process of its own
+// as the one worker of one share, and its report (its run_batch's own count and seconds). For
+// `gpuconv bench`, whose GPU runs must each start as a user's command does: the CUDA context and
+// nvJPEG's handle and decoder states are made once per process, so a second run in the bench's
+// own process would start with them ready. An interrupt is passed on to the child. Throws error
+// when the child leaves no report.
+batch_report run_batch_in_child(const std::vector<std::string>& args);
+
 }  // namespace gpuconv::app

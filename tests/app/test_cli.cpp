@@ -144,6 +144,26 @@ TEST_CASE("parse_cli: help, version, kernels, batch, bench", "[app]") {
   CHECK(bench.bench.images == 4);
   CHECK(bench.bench.size == 64);
   CHECK(bench.kernel == "gaussian:3");
+  CHECK(bench.bench.rounds == 3);
+  CHECK(parse({"bench", "--rounds", "1"}).bench.rounds == 1);
+  CHECK_THROWS_AS(parse({"bench", "--rounds", "0"}), usage_error);
+}
+
+// The bench's rounds: each run's median in the table, every round's rates below it, the
+// convolving batch a process of its own each round (its report read back: the counts in the
+// table are its files).
+TEST_CASE("CLI: gpuconv bench runs its rounds and reports the medians", "[app][cli]") {
+  test::scratch_dir dir;
+  const auto r = test::run_gpuconv({"bench", "--images", "3", "--size", "32", "--jobs", "2", "--device", "cpu",
+                                    "--rounds", "2", "--dir", (dir.path() / "b").string()},
+                                   dir.path());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, ContainsSubstring("medians of 2 rounds"));
+  CHECK_THAT(r.out, ContainsSubstring("round 1: images/s") && ContainsSubstring("round 2: images/s"));
+  CHECK_THAT(r.out, ContainsSubstring("gpuconv batch (cpu)                           3"));
+  CHECK_THAT(r.out, ContainsSubstring("csv,png,3,32,32,2,cpu,gaussian:3,"));
+  CHECK(fs::exists(dir.path() / "b" / "out-batch" / "img00002.png"));  // the child's outputs, in --dir
 }
 
 TEST_CASE("CLI end to end: a good run, then the errors and their exit codes", "[app][cli]") {
