@@ -196,6 +196,10 @@ batch_report run_batch_in_child(const std::vector<std::string>& args) {
   batch_report r;
   const bool ok = read_worker_report(report, r);
   fs::remove_all(dir, ec);
+  if (!ok && forwarded) {  // stopped by the interrupt passed on: an interrupted run, not a failure
+    r.interrupted = true;
+    return r;
+  }
   if (!ok) {
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     throw error("bench: the batch process ended (exit code " + std::to_string(code) + ") without a report",
