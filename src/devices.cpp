@@ -87,6 +87,28 @@ int spawn_self(const std::vector<std::string>& args, const std::vector<std::stri
   return ::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), envp.data());
 }
 
+// Waits for the children in `pids` (those > 0; each set to 0 as it ends, its waitpid status in
+// `status`), passing an interrupt of this process on to them (they stop as one would).
+void wait_for_children(std::vector<pid_t>& pids, std::vector<int>& status) {
+  bool forwarded = false;
+  for (int running = int(std::count_if(pids.begin(), pids.end(), [](pid_t p) { return p > 0; })); running > 0;) {
+    for (std::size_t k = 0; k < pids.size(); ++k) {
+      if (pids[k] <= 0) continue;
+      const pid_t w = ::waitpid(pids[k], &status[k], WNOHANG);
+      if (w == pids[k] || (w < 0 && errno != EINTR)) {
+        pids[k] = 0;
+        --running;
+      }
+    }
+    if (interrupted() && !forwarded) {
+      for (pid_t p : pids)
+        if (p > 0) ::kill(p, interrupt_exit_code() == exit_sigint ? SIGINT : SIGTERM);
+      forwarded = true;
+    }
+    if (running > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> device_workers(const std::string& spec, int visible, const char* visible_env) {
@@ -168,7 +190,7 @@ bool read_worker_report(const std::string& file, batch_report& r) {
   return bool(in >> end) && end == "end";
 }
 
-batch_report run_batch_in_child(const std::vector<std::string>& args) {
+batch_report run_batch_in_child(const std::vector<std::string>& args, double* command_seconds) {
   std::string dir_template = (fs::temp_directory_path() / "gpuconv-child.XXXXXX").string();
   if (!::mkdtemp(dir_template.data())) throw error("bench: cannot make a temporary directory", exit_failure);
   const fs::path dir = dir_template;
@@ -177,31 +199,24 @@ batch_report run_batch_in_child(const std::vector<std::string>& args) {
   env.push_back(std::string(role_variable) + "=0/1");
   env.push_back(std::string(report_variable) + "=" + report);
   std::error_code ec;
-  pid_t pid = -1;
-  if (const int rc = spawn_self(args, env, pid); rc != 0) {
+  std::vector<pid_t> pid{-1};
+  std::vector<int> status{0};
+  const auto start = std::chrono::steady_clock::now();
+  if (const int rc = spawn_self(args, env, pid[0]); rc != 0) {
     fs::remove_all(dir, ec);
     throw error(std::string("bench: cannot start the batch process: ") + std::strerror(rc), exit_failure);
   }
-  int status = 0;
-  bool forwarded = false;
-  for (;;) {
-    const pid_t w = ::waitpid(pid, &status, WNOHANG);
-    if (w == pid || (w < 0 && errno != EINTR)) break;
-    if (interrupted() && !forwarded) {
-      ::kill(pid, interrupt_exit_code() == exit_sigint ? SIGINT : SIGTERM);
-      forwarded = true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  wait_for_children(pid, status);
+  if (command_seconds) *command_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   batch_report r;
   const bool ok = read_worker_report(report, r);
   fs::remove_all(dir, ec);
-  if (!ok && forwarded) {  // stopped by the interrupt passed on: an interrupted run, not a failure
+  if (!ok && interrupted()) {  // stopped by the interrupt passed on: an interrupted run, not a failure
     r.interrupted = true;
     return r;
   }
   if (!ok) {
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    const int code = WIFEXITED(status[0]) ? WEXITSTATUS(status[0]) : 128 + (WIFSIGNALED(status[0]) ? WTERMSIG(status[0]) : 0);
     throw error("bench: the batch process ended (exit code " + std::to_string(code) + ") without a report",
                 exit_failure);
   }
@@ -231,24 +246,7 @@ int run_batch_on_devices(const cli_options& o, const std::vector<std::string>& w
       err << "gpuconv: --devices: cannot start the worker for GPU " << workers[k] << ": " << std::strerror(rc) << "\n";
     }
   }
-  // wait for them all; an interrupt of this process goes on to them (they stop as one would)
-  bool forwarded = false;
-  for (int running = int(std::count_if(pids.begin(), pids.end(), [](pid_t p) { return p > 0; })); running > 0;) {
-    for (int k = 0; k < n; ++k) {
-      if (pids[k] <= 0) continue;
-      const pid_t w = ::waitpid(pids[k], &status[k], WNOHANG);
-      if (w == pids[k] || (w < 0 && errno != EINTR)) {
-        pids[k] = 0;
-        --running;
-      }
-    }
-    if (interrupted() && !forwarded) {
-      for (pid_t p : pids)
-        if (p > 0) ::kill(p, interrupt_exit_code() == exit_sigint ? SIGINT : SIGTERM);
-      forwarded = true;
-    }
-    if (running > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  wait_for_children(pids, status);
 
   batch_report merged;
   for (int k = 0; k < n; ++k) {

@@ -39,8 +39,9 @@ int run_batch_on_devices(const cli_options& o, const std::vector<std::string>& w
 // as the one worker of one share, and its report (its run_batch's own count and seconds). For
 // `gpuconv bench`, whose GPU runs must each start as a user's command does: the CUDA context and
 // nvJPEG's handle and decoder states are made once per process, so a second run in the bench's
-// own process would start with them ready. An interrupt is passed on to the child. Throws error
+// own process would start with them ready. An interrupt is passed on to the child. With
+// `command_seconds`, also the whole command's time, from its start to its exit. Throws error
 // when the child leaves no report.
-batch_report run_batch_in_child(const std::vector<std::string>& args);
+batch_report run_batch_in_child(const std::vector<std::string>& args, double* command_seconds = nullptr);
 
 }  // namespace gpuconv::app

@@ -161,6 +161,7 @@ TEST_CASE("CLI: gpuconv bench runs its rounds and reports the medians", "[app][c
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, ContainsSubstring("medians of 2 rounds"));
   CHECK_THAT(r.out, ContainsSubstring("round 1: images/s") && ContainsSubstring("round 2: images/s"));
+  CHECK_THAT(r.out, ContainsSubstring("gpuconv batch as a whole command (start to exit): "));
   CHECK_THAT(r.out, ContainsSubstring("gpuconv batch (cpu)                           3"));
   CHECK_THAT(r.out, ContainsSubstring("csv,png,3,32,32,2,cpu,gaussian:3,"));
   CHECK(fs::exists(dir.path() / "b" / "out-batch" / "img00002.png"));  // the child's outputs, in --dir
