@@ -99,11 +99,17 @@ struct debug_timer {
     return v;
   }
   ~debug_timer() {
-    if (on())
+    if (on()) {
+      const auto now = std::chrono::steady_clock::now();
       std::cerr << "gpuconv: nvJPEG " << what << (n >= 0 ? " (" + std::to_string(n) + ")" : std::string()) << ": "
-                << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() << " ms\n";
+                << std::chrono::duration<double, std::milli>(now - t0).count() << " ms, ended "
+                << std::chrono::duration<double>(now - process_epoch).count() << " s into the process\n";
+    }
   }
+  static const std::chrono::steady_clock::time_point process_epoch;  // static initialisation, just before main
 };
+
+const std::chrono::steady_clock::time_point debug_timer::process_epoch = std::chrono::steady_clock::now();
 
 void* open_library() {
   std::vector<std::string> names;
@@ -265,19 +271,28 @@ const nvjpeg_status& nvjpeg_library() {
   return status;
 }
 
+namespace {
+
+// The background loader's thread: joined at exit, so that the process never ends while nvJPEG
+// is being set up (unless it ends by std::_Exit), or by nvjpeg_retire_decoders' thread.
+struct loader_thread {
+  std::mutex mutex;
+  std::thread thread;
+  void join() {
+    std::lock_guard lock(mutex);
+    if (thread.joinable()) thread.join();
+  }
+  ~loader_thread() { join(); }
+} background_loader;
+std::atomic<bool> retired{false};  // nvjpeg_retire_decoders was called
+
+}  // namespace
+
 void nvjpeg_load_in_background(int decoder_states) {
-  // joined at exit, so that the process never ends while nvJPEG is being set up
-  struct loader {
-    std::thread thread;
-    ~loader() {
-      if (thread.joinable()) thread.join();
-    }
-  };
-  static loader l;
   static std::once_flag started;
   const int states = std::clamp(decoder_states, 1, nvjpeg_api::max_decoders);
   std::call_once(started, [states] {
-    l.thread = std::thread([states] {
+    background_loader.thread = std::thread([states] {
       load_once();
       if (!status.available) return;
       for (int k = 1; k < states; ++k) {  // the further states, once the first is in use
@@ -289,11 +304,52 @@ void nvjpeg_load_in_background(int decoder_states) {
   });
 }
 
-bool nvjpeg_ready() { return loaded && status.available; }
+bool nvjpeg_ready() { return loaded && status.available && !retired; }
+
+void nvjpeg_retire_decoders() {
+  static std::once_flag once_retired;
+  std::call_once(once_retired, [] {
+    retired = true;
+    if (debug_timer::on()) debug_timer{"decoders retired", -1};
+    std::thread([] {
+      background_loader.join();  // the further states may still be in the making (a short batch)
+      // each state on a thread of its own
+      std::vector<std::thread> destroyers;
+      for (auto& d : api.decoders)
+        destroyers.emplace_back([&d] {
+          std::lock_guard lock(d.mutex);
+          d.ready = false;
+          if (d.state) {
+            debug_timer t{"decoder state destroyed", int(&d - api.decoders)};
+            api.nvjpegJpegStateDestroy(d.state);
+            d.state = nullptr;
+          }
+          d.batch = 0;
+        });
+      for (auto& t : destroyers) t.join();
+    }).detach();
+  });
+}
 
 bool nvjpeg_settled() { return loaded; }
 
 bool nvjpeg_encoder_ready() { return encoder_up; }
+
+void nvjpeg_teardown_probe(std::ostream& log) {
+  if (!loaded || !status.available) return;
+  auto t = std::chrono::steady_clock::now();
+  auto lap = [&](const char* what) {
+    const auto now = std::chrono::steady_clock::now();
+    log << "gpuconv: teardown probe: " << what << " " << std::chrono::duration<double, std::milli>(now - t).count()
+        << " ms\n";
+    t = now;
+  };
+  for (auto& d : api.decoders)
+    if (d.state) api.nvjpegJpegStateDestroy(d.state);
+  lap("nvJPEG decoder states destroyed");
+  api.nvjpegDestroy(api.handle);
+  lap("nvJPEG handle destroyed");
+}
 
 const char* jpeg_gpu::decoder_backend() { return api.backend; }
 

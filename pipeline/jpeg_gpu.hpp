@@ -14,6 +14,7 @@
 #pragma once
 #include <cstddef>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,14 @@ bool nvjpeg_settled();
 // Whether nvJPEG's handle is up, without waiting: it comes ~0.35 s before the decoder state
 // (nvjpeg_ready). jpeg_gpu::encode_bgr works from then on; decode needs nvjpeg_ready().
 bool nvjpeg_encoder_ready();
+// The process will decode no more JPEGs with jpeg_gpu (it is about to end): the decoder states
+// are destroyed on a thread of their own from now on (the hardware decoder's take 0.26-0.39 s
+// on the H100, which the exit would otherwise spend), and nvjpeg_ready() is false. The handle
+// and with it the encoder and jpeg_hybrid stay.
+void nvjpeg_retire_decoders();
+// Measurements only (GPUCONV_TEARDOWN_PROBE=1): destroys the decoder states and the handle,
+// timing each on `log`; nothing may use nvJPEG afterwards.
+void nvjpeg_teardown_probe(std::ostream& log);
 
 // The encoders' time so far, summed over threads (one line, for GPUCONV_BATCH_STATS).
 std::string nvjpeg_statistics();

@@ -40,7 +40,13 @@ struct batch_report {
   long long clipped_pixels = 0;
   long long bytes_in = 0, bytes_out = 0;  // of the files done: inputs read, outputs written
   int clipped_files = 0;
-  double seconds = 0;
+  double seconds = 0;  // the batch's own clock: from the scan of IN_DIR to the last file's rename
+  // The batch command's time outside that clock (set by run_batch_command; -1: not known):
+  // process start to main (from /proc, in steps of 10 ms), main to the batch (arguments, the
+  // kernel, the CUDA driver's start), and the batch's end to the command's (the summary, the
+  // buffers released or left to the exit). The exit itself (the driver tearing the context
+  // down) only the parent sees (run_batch_in_child).
+  double startup_seconds = -1, setup_seconds = -1, after_seconds = -1;
   bool interrupted = false;
   std::vector<batch_failure> failures;
   std::vector<device_report> devices;  // --devices: per GPU (empty otherwise)

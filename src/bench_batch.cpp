@@ -95,6 +95,7 @@ struct run_result {
   int done = 0;
   double seconds = 0;
   double command_seconds = 0;  // the batch in a process of its own: from its start to its exit
+  batch_report parts;          // its startup_seconds, setup_seconds and after_seconds
 };
 
 // OpenCV alone on the same files: what a user writes instead of gpuconv. `jobs` threads,
@@ -258,7 +259,7 @@ int run_bench(const cli_options& o, std::ostream& out, std::ostream& err) {
         throw error("bench: the " + std::string(io_only ? "--io-only" : "batch") + " run failed", exit_failure);
       }
       runs.push_back({io_only ? "decode+encode (--io-only, CPU)" : std::string("gpuconv batch (") + device + ")", r.done,
-                      r.seconds, command_seconds});
+                      r.seconds, command_seconds, r});
     }
     if (o.bench.peer) {
       const fs::path out_dir = root / "out-opencv";
@@ -319,6 +320,14 @@ int run_bench(const cli_options& o, std::ostream& out, std::ostream& err) {
       out << "round " << round + 1 << ": images/s " << std::setprecision(1) << io << " (ceiling), " << ours << " (batch";
       if (rr[1].command_seconds > 0) out << "; " << rr[1].done / rr[1].command_seconds << " as a whole command";
       out << ")";
+      // where the whole command's time outside the batch's clock went (README "--timing")
+      if (const batch_report& p = rr[1].parts; rr[1].command_seconds > 0 && p.setup_seconds >= 0) {
+        const double start_up = std::max(0.0, p.startup_seconds);
+        out << std::setprecision(3) << " [" << rr[1].command_seconds << " s = start-up " << start_up << " + setup "
+            << p.setup_seconds << " + batch " << p.seconds << " + after " << p.after_seconds << " + exit "
+            << rr[1].command_seconds - start_up - p.setup_seconds - p.seconds - p.after_seconds << "]"
+            << std::setprecision(1);
+      }
       if (rr.size() > 2) out << ", " << rr[2].done / rr[2].seconds << " (OpenCV)";
       out << "; batch x ceiling " << std::setprecision(2) << ours / io;
       if (rr.size() > 2) out << ", x OpenCV " << ours / (rr[2].done / rr[2].seconds);

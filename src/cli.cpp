@@ -376,6 +376,8 @@ Exit codes: 0 ok, 1 processing failed, 2 usage error, 3 input problem, 4 output 
                    "with two or more, one worker process per listed GPU takes a share of the files");
     app.add_option("--summary", o.batch.summary,
                    "write a JSON summary (counts, failures with reasons, bytes, seconds) to this file at the end");
+    app.add_flag("--timing", o.timing, "print where the command's time went (process start-up, setup with CUDA's "
+                                       "start, the batch, after it) on stderr");
     app.footer(batch_footer);
     std::vector<std::string> rest(args.begin() + 1, args.end());
     if (!run_parser(app, rest, o)) return o;

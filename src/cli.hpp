@@ -35,6 +35,10 @@ struct batch_options {
   // files of its shard whose device_share_of is its index among device_count workers
   std::string devices = "all";
   int device_index = 0, device_count = 1;
+  // The process ends right after this batch (the batch command, not the bench or the tests): its
+  // GPU buffers, pinned staging and extra convolvers are left to the exit instead of released
+  // one by one after the last file (GPUCONV_RELEASE_AT_END=1 releases them, for measurements).
+  bool leave_buffers_to_exit = false;
 };
 
 // --shard SPEC: "I/N" (0 <= I < N), or "auto": SLURM_ARRAY_TASK_ID minus SLURM_ARRAY_TASK_MIN
@@ -86,7 +90,7 @@ struct cli_options {
   convolve_settings settings;           // settings.device is the --device value, not yet resolved
   bool normalize = false;
   bool quiet = false;
-  bool timing = false;                  // --timing: where a single image's time goes
+  bool timing = false;                  // --timing: where a single image's (or a batch's) time goes
   batch_options batch;
   bench_options bench;
   deconvolve_cli deconvolve;

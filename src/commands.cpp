@@ -2,6 +2,7 @@
 #include "devices.hpp"
 
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <optional>
 #include <sstream>
@@ -114,6 +116,29 @@ void refuse_output_over_input(const cli_options& o) {
 }
 
 bool process_ends_after_command = false;
+
+std::chrono::steady_clock::time_point main_started = std::chrono::steady_clock::now();
+
+double seconds_to_main() {
+  std::ifstream in("/proc/self/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return -1;
+  // the fields after the command name (which may hold spaces), from the 3rd; the 22nd is the
+  // start time in clock ticks since boot
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(close + 1));
+  std::string f;
+  for (int i = 3; i <= 22 && (fields >> f); ++i)
+    if (i == 22) {
+      const long ticks = ::sysconf(_SC_CLK_TCK);
+      timespec now{};
+      if (ticks <= 0 || ::clock_gettime(CLOCK_BOOTTIME, &now) != 0) return -1;
+      const double since_start = double(now.tv_sec) + now.tv_nsec * 1e-9 - std::stod(f) / double(ticks);
+      return std::max(0.0, since_start - seconds_since(main_started));
+    }
+  return -1;
+}
 
 int run_convolve(const cli_options& o, std::ostream& err) {
   stage_timer timer(o.timing);
@@ -281,16 +306,23 @@ int run_convolve(const cli_options& o, std::ostream& err) {
 }
 
 int run_batch_command(const cli_options& o, std::ostream& err) {
+  auto t = clock_type::now();
   pipeline::prefer_blocking_sync();  // before anything (nvJPEG's loader too) creates the context
+  const double runtime_seconds = seconds_since(t);
   batch_options options = o.batch;
   const bool worker = read_worker_role(options);  // one GPU's share under --devices (devices.hpp)
   if (!o.batch.format.empty())
     check_output_format(fs::path("x" + o.batch.format), CV_8U, 3);  // the format exists at all
   std::optional<kernel> k;
   convolve_settings s = o.settings;
+  double kernel_seconds = 0, driver_seconds = 0;
   if (!o.batch.io_only) {
+    t = clock_type::now();
     k = load_kernel(o);
+    kernel_seconds = seconds_since(t);
+    t = clock_type::now();
     s.device = resolve_device(s.device, o.quiet || worker, err);
+    driver_seconds = seconds_since(t);
     if (!worker && s.device == conv::backend::cuda) {
       int visible = 0;
       if (cudaGetDeviceCount(&visible) != cudaSuccess) visible = 0;
@@ -305,8 +337,27 @@ int run_batch_command(const cli_options& o, std::ostream& err) {
     c.emplace(std::move(*k), s);
     if (s.decoder == jpeg_decoder::gpu && !c->gpu_jpeg()) throw error("--decoder gpu: " + gpu_jpeg_line(), exit_failure);
   }
+  const char* release_env = std::getenv("GPUCONV_RELEASE_AT_END");
+  options.leave_buffers_to_exit = process_ends_after_command && !(release_env && std::string(release_env) == "1");
   const bool progress = !o.quiet && ::isatty(STDERR_FILENO);
-  const batch_report r = run_batch(o.input, o.output, options, c ? &*c : nullptr, o.quiet, progress, err);
+  const auto batch_start = clock_type::now();
+  batch_report r = run_batch(o.input, o.output, options, c ? &*c : nullptr, o.quiet, progress, err);
+  const auto batch_end = clock_type::now();
+  // The convolver's GPU buffers, plans and nvJPEG encoder states: left to the exit like run_batch's
+  // own (batch_options::leave_buffers_to_exit), else released here.
+  if (c && options.leave_buffers_to_exit) (void)new std::optional<convolver>(std::move(c));
+  c.reset();
+#ifdef GPUCONV_HAVE_NVJPEG
+  if (const char* probe = std::getenv("GPUCONV_TEARDOWN_PROBE"); probe && *probe == '1' && s.device == conv::backend::cuda) {
+    pipeline::nvjpeg_teardown_probe(err);
+    const auto t = clock_type::now();
+    (void)cudaDeviceReset();
+    err << "gpuconv: teardown probe: cudaDeviceReset " << seconds_since(t) * 1e3 << " ms\n";
+  }
+#endif
+  r.startup_seconds = seconds_to_main();
+  r.setup_seconds = std::chrono::duration<double>(batch_start - main_started).count();
+  r.after_seconds = seconds_since(batch_end);
   if (worker) {  // the parent prints the one summary and writes --summary
     write_worker_report(r);
     return exit_code_for(r);
@@ -316,6 +367,29 @@ int run_batch_command(const cli_options& o, std::ostream& err) {
     const std::string json = summary_json(r, o.batch);
     // also (above all) when interrupted: it says what was done
     write_bytes_atomic(o.batch.summary, std::vector<unsigned char>(json.begin(), json.end()), true, true);
+  }
+  if (o.timing) {
+    r.after_seconds = seconds_since(batch_end);
+    std::ostringstream t;
+    t << "gpuconv: timing (batch)\n" << std::fixed << std::setprecision(4);
+    auto line = [&](const char* name, double seconds, const std::string& note) {
+      t << "  " << std::left << std::setw(10) << name << std::right << std::setw(9) << seconds << " s  (" << note << ")\n";
+    };
+    if (r.startup_seconds >= 0) line("start-up", r.startup_seconds, "process start to main, in steps of 10 ms");
+    std::ostringstream setup;
+    setup << std::fixed << std::setprecision(4) << "the CUDA runtime's start " << runtime_seconds << " s, the kernel "
+          << kernel_seconds << " s, the device " << driver_seconds << " s, the rest "
+          << r.setup_seconds - runtime_seconds - kernel_seconds - driver_seconds << " s";
+    line("setup", r.setup_seconds, setup.str());
+    line("batch", r.seconds, std::to_string(r.done) + " images: the batch's own clock, as in the summary");
+    line("after", r.after_seconds,
+         std::string("the summary; buffers ") + (options.leave_buffers_to_exit ? "left to the exit" : "released"));
+    line("total", std::max(0.0, r.startup_seconds) + seconds_since(main_started),
+         "process start to here; the exit, where the driver tears the context down, comes on top");
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    t << "  peak RSS  " << std::setw(9) << std::setprecision(1) << u.ru_maxrss / 1024.0 << " MiB\n";
+    err << t.str();
   }
   return exit_code_for(r);
 }

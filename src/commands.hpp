@@ -2,6 +2,7 @@
 // Each returns the process exit code; errors are thrown as gpuconv::app::error (and
 // std::invalid_argument from the convolution layer), which main() reports on one line.
 #pragma once
+#include <chrono>
 #include <ostream>
 
 #include "cli.hpp"
@@ -14,6 +15,12 @@ int run_command(const cli_options& o, std::ostream& out, std::ostream& err);
 // the one-image command then leaves its GPU buffers to the exit instead of freeing them. Off
 // by default (a caller that goes on, such as the tests, gets everything freed).
 extern bool process_ends_after_command;
+
+// When main began (set first thing by the CLI's main; else at static initialisation).
+extern std::chrono::steady_clock::time_point main_started;
+// Seconds from this process's start (the kernel's record in /proc/self/stat, in steps of 10 ms)
+// to main_started; -1 where that is not known.
+double seconds_to_main();
 
 int run_convolve(const cli_options& o, std::ostream& err);
 // Throws usage_error when OUTPUT names INPUT (the same path, a link to it, or the same file).

@@ -155,10 +155,11 @@ void write_worker_report(const batch_report& r) {
   const char* file = std::getenv(report_variable);
   if (!file || !*file) return;
   std::ostringstream s;
-  s << "gpuconv-worker-report 1\n"
+  s << "gpuconv-worker-report 2\n"
     << r.total << ' ' << r.done << ' ' << r.skipped << ' ' << r.failed << ' ' << r.not_processed << ' '
     << r.clipped_files << ' ' << r.clipped_pixels << ' ' << r.bytes_in << ' ' << r.bytes_out << ' '
-    << (r.interrupted ? 1 : 0) << ' ' << r.seconds << ' ' << r.failures.size() << '\n';
+    << (r.interrupted ? 1 : 0) << ' ' << r.seconds << ' ' << r.startup_seconds << ' ' << r.setup_seconds << ' '
+    << r.after_seconds << ' ' << r.failures.size() << '\n';
   for (const auto& f : r.failures) s << f.file.size() << ' ' << f.reason.size() << '\n' << f.file << f.reason << '\n';
   s << "end\n";
   const std::string text = s.str();
@@ -168,11 +169,12 @@ void write_worker_report(const batch_report& r) {
 bool read_worker_report(const std::string& file, batch_report& r) {
   std::ifstream in(file, std::ios::binary);
   std::string header;
-  if (!std::getline(in, header) || header != "gpuconv-worker-report 1") return false;
+  if (!std::getline(in, header) || header != "gpuconv-worker-report 2") return false;
   int interrupted = 0;
   std::size_t failures = 0;
   if (!(in >> r.total >> r.done >> r.skipped >> r.failed >> r.not_processed >> r.clipped_files >> r.clipped_pixels >>
-        r.bytes_in >> r.bytes_out >> interrupted >> r.seconds >> failures))
+        r.bytes_in >> r.bytes_out >> interrupted >> r.seconds >> r.startup_seconds >> r.setup_seconds >> r.after_seconds >>
+        failures))
     return false;
   r.interrupted = interrupted != 0;
   in.get();

@@ -1,6 +1,7 @@
 // gpuconv: the command-line tool. Parsing and the commands live in the app layer (src/);
 // this main only installs the interrupt handlers and turns every exception into one line
 // on stderr and an exit code (README "Errors and exit codes").
+#include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
@@ -18,6 +19,7 @@
 
 int main(int argc, char** argv) {
   namespace app = gpuconv::app;
+  app::main_started = std::chrono::steady_clock::now();  // for batch --timing
   try {
     app::install_interrupt_handlers();
     app::capture_decoder_messages();  // libpng/libjpeg chatter goes into our one-line errors

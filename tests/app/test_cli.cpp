@@ -162,6 +162,8 @@ TEST_CASE("CLI: gpuconv bench runs its rounds and reports the medians", "[app][c
   CHECK_THAT(r.out, ContainsSubstring("medians of 2 rounds"));
   CHECK_THAT(r.out, ContainsSubstring("round 1: images/s") && ContainsSubstring("round 2: images/s"));
   CHECK_THAT(r.out, ContainsSubstring("gpuconv batch as a whole command (start to exit): "));
+  // each round's whole command in its parts (the child's report)
+  CHECK_THAT(r.out, ContainsSubstring(" + setup ") && ContainsSubstring(" + batch ") && ContainsSubstring(" + exit "));
   CHECK_THAT(r.out, ContainsSubstring("gpuconv batch (cpu)                           3"));
   CHECK_THAT(r.out, ContainsSubstring("csv,png,3,32,32,2,cpu,gaussian:3,"));
   CHECK(fs::exists(dir.path() / "b" / "out-batch" / "img00002.png"));  // the child's outputs, in --dir
@@ -414,6 +416,35 @@ TEST_CASE("batch --stop-on-error and --io-only", "[app][cli]") {
   r = test::run_gpuconv({"batch", in.string(), "box:3", (dir / "o2").string(), "--io-only", "--quiet"}, dir.path());
   CHECK(r.exit_code == exit_failure);
   CHECK(cv::norm(read_image(dir / "o2" / "b3.png"), read_image(in / "b3.png"), cv::NORM_INF) == 0);
+}
+
+TEST_CASE("batch --timing: the command's parts, the batch's own clock among them", "[app][cli]") {
+  test::scratch_dir dir;
+  const auto in = dir / "in";
+  fs::create_directories(in);
+  for (int i = 0; i < 4; ++i)
+    REQUIRE(cv::imwrite((in / ("b" + std::to_string(i) + ".png")).string(), test::test_image(64, 64, CV_8UC3, i)));
+  const auto r = test::run_gpuconv({"batch", in.string(), "box:3", (dir / "out").string(), "--device", "cpu",
+                                    "--jobs", "2", "--quiet", "--timing"}, dir.path());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(fs::exists(dir / "out" / "b3.png"));
+  // each part's seconds, by name
+  auto seconds = [&](const std::string& part) {
+    const auto at = r.err.find("\n  " + part + " ");
+    REQUIRE(at != std::string::npos);
+    return std::stod(r.err.substr(at + 3 + part.size()));
+  };
+  CHECK_THAT(r.err, ContainsSubstring("gpuconv: timing (batch)") && ContainsSubstring("4 images: the batch's own clock"));
+  const double startup = seconds("start-up"), setup = seconds("setup"), batch = seconds("batch"),
+               after = seconds("after"), total = seconds("total");
+  CHECK(startup >= 0);
+  CHECK(setup >= 0);
+  CHECK(batch > 0);
+  CHECK(after >= 0);
+  CHECK(total >= startup + setup + batch + after - 1e-3);  // the parts in order, none counted twice
+  CHECK(total < startup + setup + batch + after + 0.05);
+  CHECK_THAT(r.err, ContainsSubstring("peak RSS"));
 }
 
 TEST_CASE("batch: SIGINT stops the run, prints the summary, exits 130, leaves no temp file", "[app][cli]") {
