@@ -134,9 +134,10 @@ std::size_t staged_image_count() { return std::size_t(env_int("GPUCONV_STAGED_IM
 int gpu_workers() { return env_int("GPUCONV_GPU_WORKERS", 1, 16, 3); }
 
 // When the process ends after the batch: nvJPEG's decoder states destroyed as soon as the last
-// decode stage ends, beside the last images' convolution and encode, rather than by the exit
-// (H100 host, 1440 photos: the exit after the batch 0.19-0.25 s against 0.25-0.33 s in six runs
-// each, the batch itself no slower). GPUCONV_RETIRE_DECODERS=0 leaves them to the exit.
+// decode stage ends, beside the last images' convolution and encode, rather than by the exit,
+// which spends ~0.1 s on them otherwise (H100 host, 1440 photos, eight interleaved pairs: the
+// whole command 4.12-4.87 s, median 4.56, against 4.33-5.07, median 4.73; faster in seven of
+// eight; the exit 0.16-0.28 s against 0.25-0.31). GPUCONV_RETIRE_DECODERS=0 leaves them to the exit.
 bool retire_decoders() { return env_int("GPUCONV_RETIRE_DECODERS", 0, 1, 1) == 1; }
 
 // GPUCONV_BATCH_STATS=1: seconds each stage's threads spent working and waiting, summed over
