@@ -15,6 +15,8 @@
 
 #include <nvjpeg.h>
 
+#include "gpu_convolver.hpp"
+
 namespace gpuconv::pipeline {
 
 namespace {
@@ -293,6 +295,7 @@ void nvjpeg_load_in_background(int decoder_states) {
   const int states = std::clamp(decoder_states, 1, nvjpeg_api::max_decoders);
   std::call_once(started, [states] {
     background_loader.thread = std::thread([states] {
+      prefer_blocking_sync();  // where this thread is the first to need the context
       load_once();
       if (!status.available) return;
       for (int k = 1; k < states; ++k) {  // the further states, once the first is in use

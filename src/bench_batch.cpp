@@ -36,7 +36,6 @@
 #include "commands.hpp"
 #include "devices.hpp"
 #include "errors.hpp"
-#include "gpu_convolver.hpp"
 #include "image_io.hpp"
 #include "interrupt.hpp"
 #include "mat_pool.hpp"
@@ -142,7 +141,7 @@ run_result opencv_only(const std::vector<fs::path>& inputs, const fs::path& out_
     });
   for (auto& t : threads) t.join();
   return {"OpenCV alone (imread, filter, imwrite)", done,
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 0, {}};
 }
 
 }  // namespace
@@ -217,7 +216,8 @@ int run_bench(const cli_options& o, std::ostream& out, std::ostream& err) {
   auto settle_disk = [] { ::sync(); };
   settle_disk();
 
-  pipeline::prefer_blocking_sync();
+  // (no CUDA context here: the convolving batch runs in a child process, or, in-process, makes
+  // it in its workers)
   convolve_settings s = o.settings;
   s.device = resolve_device(s.device, o.quiet, err);
   const kernel k = load_kernel(o);
