@@ -398,9 +398,9 @@ int run_batch_command(const cli_options& o, std::ostream& err) {
     };
     if (r.startup_seconds >= 0) line("start-up", r.startup_seconds, "process start to main, in steps of 10 ms");
     std::ostringstream setup;
-    setup << std::fixed << std::setprecision(4) << "the kernel " << kernel_seconds << " s, the device "
-          << driver_seconds << " s (the CUDA driver's start), the rest "
-          << r.setup_seconds - kernel_seconds - driver_seconds << " s";
+    setup << std::fixed << std::setprecision(4) << "the kernel " << kernel_seconds << " s, the device check "
+          << driver_seconds << " s" << (o.settings.device != conv::backend::cpu ? " (the CUDA driver's start)" : "")
+          << ", the rest " << r.setup_seconds - kernel_seconds - driver_seconds << " s";
     if (cuda) setup << "; the CUDA context " << context_seconds << " s on its own thread beside the batch";
     line("setup", r.setup_seconds, setup.str());
     line("batch", r.seconds, std::to_string(r.done) + " images: the batch's own clock, as in the summary");
