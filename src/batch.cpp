@@ -138,7 +138,10 @@ int gpu_workers() { return env_int("GPUCONV_GPU_WORKERS", 1, 16, 3); }
 // which spends ~0.1 s on them otherwise (H100 host, 1440 photos, eight interleaved pairs: the
 // whole command 4.12-4.87 s, median 4.56, against 4.33-5.07, median 4.73; faster in seven of
 // eight; the exit 0.16-0.28 s against 0.25-0.31). GPUCONV_RETIRE_DECODERS=0 leaves them to the exit.
-bool retire_decoders() { return env_int("GPUCONV_RETIRE_DECODERS", 0, 1, 1) == 1; }
+// GPUCONV_TEARDOWN_PROBE=1 (commands.cpp) destroys and times them itself: no retiring then.
+bool retire_decoders() {
+  return env_int("GPUCONV_RETIRE_DECODERS", 0, 1, 1) == 1 && env_int("GPUCONV_TEARDOWN_PROBE", 0, 1, 0) == 0;
+}
 
 // GPUCONV_BATCH_STATS=1: seconds each stage's threads spent working and waiting, summed over
 // the threads, printed at the end (where a batch's time goes, for tuning).
