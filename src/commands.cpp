@@ -381,18 +381,22 @@ int run_batch_command(const cli_options& o, std::ostream& err) {
   r.after_seconds = seconds_since(batch_end);
   if (worker) {  // the parent prints the one summary and writes --summary
     write_worker_report(r);
-    return exit_code_for(r);
+  } else {
+    print_summary(r, o.quiet, err);
+    if (!o.batch.summary.empty()) {
+      const std::string json = summary_json(r, o.batch);
+      // also (above all) when interrupted: it says what was done
+      write_bytes_atomic(o.batch.summary, std::vector<unsigned char>(json.begin(), json.end()), true, true);
+    }
   }
-  print_summary(r, o.quiet, err);
-  if (!o.batch.summary.empty()) {
-    const std::string json = summary_json(r, o.batch);
-    // also (above all) when interrupted: it says what was done
-    write_bytes_atomic(o.batch.summary, std::vector<unsigned char>(json.begin(), json.end()), true, true);
-  }
-  if (o.timing) {
+  if (o.timing) {  // under --devices, each GPU's worker prints its own
     r.after_seconds = seconds_since(batch_end);
     std::ostringstream t;
-    t << "gpuconv: timing (batch)\n" << std::fixed << std::setprecision(4);
+    t << "gpuconv: timing (batch";
+    if (worker)
+      t << ", the worker of GPU " << (std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "?")
+        << ", " << options.device_index + 1 << " of " << options.device_count;
+    t << ")\n" << std::fixed << std::setprecision(4);
     auto line = [&](const char* name, double seconds, const std::string& note) {
       t << "  " << std::left << std::setw(10) << name << std::right << std::setw(9) << seconds << " s  (" << note << ")\n";
     };
