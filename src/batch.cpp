@@ -23,6 +23,7 @@
 
 #include "atomic_write.hpp"
 #include "bounded_queue.hpp"
+#include "commands.hpp"
 #include "errors.hpp"
 #include "image_io.hpp"
 #include "stack_io.hpp"
@@ -746,8 +747,8 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   report.not_processed = report.total - report.done - report.skipped - report.failed;
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (options.leave_buffers_to_exit) {  // the process ends next: the exit releases them with the context
-    (void)decoded_pool.release();
-    (void)new std::vector<std::unique_ptr<convolver>>(std::move(extra));
+    leave_to_exit(std::move(decoded_pool));
+    leave_to_exit(std::move(extra));
   }
   (void)quiet;
   return report;

@@ -59,15 +59,18 @@ class stage_timer {
     if (on_) stages_.push_back({stage, seconds, note});
     added_ += seconds;
   }
-  void print(std::ostream& err) const {
+  // `title` after "gpuconv: "; `total` (seconds, with its note) where it is not this timer's
+  // time since it was made.
+  void print(std::ostream& err, const std::string& title = "timing", double total = -1,
+             const std::string& total_note = "this command, after process start-up") const {
     if (!on_) return;
     std::ostringstream s;
-    s << "gpuconv: timing\n" << std::fixed << std::setprecision(4);
+    s << "gpuconv: " << title << "\n" << std::fixed << std::setprecision(4);
     for (const auto& st : stages_)
       s << "  " << std::left << std::setw(10) << st.name << std::right << std::setw(9) << st.seconds << " s"
         << (st.note.empty() ? "" : "  (" + st.note + ")") << "\n";
-    s << "  " << std::left << std::setw(10) << "total" << std::right << std::setw(9) << seconds_since(start_)
-      << " s  (this command, after process start-up)\n";
+    s << "  " << std::left << std::setw(10) << "total" << std::right << std::setw(9)
+      << (total >= 0 ? total : seconds_since(start_)) << " s  (" << total_note << ")\n";
     rusage u{};
     ::getrusage(RUSAGE_SELF, &u);
     s << "  peak RSS  " << std::setw(9) << std::setprecision(1) << u.ru_maxrss / 1024.0 << " MiB\n";
@@ -84,6 +87,14 @@ class stage_timer {
   clock_type::time_point start_, last_;
   double added_ = 0;
   std::vector<stage> stages_;
+};
+
+// Joins a thread on every path out of the scope it is made in.
+struct thread_joiner {
+  std::thread& t;
+  ~thread_joiner() {
+    if (t.joinable()) t.join();
+  }
 };
 
 // Images at or below this many pixels run on the CPU under --device auto in the single-image
@@ -196,12 +207,7 @@ int run_convolve(const cli_options& o, std::ostream& err) {
       init_seconds = seconds_since(t0);
     });
   }
-  struct joiner {  // joins the start-up thread on every path out of this function
-    std::thread& t;
-    ~joiner() {
-      if (t.joinable()) t.join();
-    }
-  } join_init{init};
+  thread_joiner join_init{init};
   bool cuda = false;
   auto wait_init = [&] {
     if (init.joinable()) {
@@ -298,7 +304,7 @@ int run_convolve(const cli_options& o, std::ostream& err) {
   // The process ends after this command (main): its GPU buffers are left to the exit, which
   // releases them with the context (freeing them one by one took 28 ms on the H100; the exit
   // took no longer with them held).
-  if (cuda && c && process_ends_after_command) (void)new std::optional<convolver>(std::move(c));
+  if (cuda && c && process_ends_after_command) leave_to_exit(std::move(c));
   if (interrupted()) return interrupt_exit_code();
   if (result.clipped && !o.quiet) err << "gpuconv: " << result.clipped << " pixels clipped\n";
   timer.print(err);
@@ -346,12 +352,7 @@ int run_batch_command(const cli_options& o, std::ostream& err) {
       }
       context_seconds = seconds_since(t0);
     });
-  struct joiner {  // on every path out of this function
-    std::thread& t;
-    ~joiner() {
-      if (t.joinable()) t.join();
-    }
-  } join_context{context};
+  thread_joiner join_context{context};
   std::optional<convolver> c;
   if (k) {
     c.emplace(std::move(*k), s);
@@ -366,7 +367,7 @@ int run_batch_command(const cli_options& o, std::ostream& err) {
   if (context.joinable()) context.join();
   // The convolver's GPU buffers, plans and nvJPEG encoder states: left to the exit like run_batch's
   // own (batch_options::leave_buffers_to_exit), else released here.
-  if (c && options.leave_buffers_to_exit) (void)new std::optional<convolver>(std::move(c));
+  if (c && options.leave_buffers_to_exit) leave_to_exit(std::move(c));
   c.reset();
 #ifdef GPUCONV_HAVE_NVJPEG
   if (const char* probe = std::getenv("GPUCONV_TEARDOWN_PROBE"); probe && *probe == '1' && s.device == conv::backend::cuda) {
@@ -390,32 +391,26 @@ int run_batch_command(const cli_options& o, std::ostream& err) {
     }
   }
   if (o.timing) {  // under --devices, each GPU's worker prints its own
-    r.after_seconds = seconds_since(batch_end);
-    std::ostringstream t;
-    t << "gpuconv: timing (batch";
-    if (worker)
-      t << ", the worker of GPU " << (std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "?")
-        << ", " << options.device_index + 1 << " of " << options.device_count;
-    t << ")\n" << std::fixed << std::setprecision(4);
-    auto line = [&](const char* name, double seconds, const std::string& note) {
-      t << "  " << std::left << std::setw(10) << name << std::right << std::setw(9) << seconds << " s  (" << note << ")\n";
-    };
-    if (r.startup_seconds >= 0) line("start-up", r.startup_seconds, "process start to main, in steps of 10 ms");
+    std::string title = "timing (batch";
+    if (worker) {
+      const char* gpu = std::getenv("CUDA_VISIBLE_DEVICES");
+      title += std::string(", the worker of GPU ") + (gpu ? gpu : "?") + ", " + std::to_string(options.device_index + 1) +
+               " of " + std::to_string(options.device_count);
+    }
+    title += ")";
     std::ostringstream setup;
     setup << std::fixed << std::setprecision(4) << "the kernel " << kernel_seconds << " s, the device check "
           << driver_seconds << " s" << (o.settings.device != conv::backend::cpu ? " (the CUDA driver's start)" : "")
           << ", the rest " << r.setup_seconds - kernel_seconds - driver_seconds << " s";
     if (cuda) setup << "; the CUDA context " << context_seconds << " s on its own thread beside the batch";
-    line("setup", r.setup_seconds, setup.str());
-    line("batch", r.seconds, std::to_string(r.done) + " images: the batch's own clock, as in the summary");
-    line("after", r.after_seconds,
-         std::string("the summary; buffers ") + (options.leave_buffers_to_exit ? "left to the exit" : "released"));
-    line("total", std::max(0.0, r.startup_seconds) + seconds_since(main_started),
-         "process start to here; the exit, where the driver tears the context down, comes on top");
-    rusage u{};
-    ::getrusage(RUSAGE_SELF, &u);
-    t << "  peak RSS  " << std::setw(9) << std::setprecision(1) << u.ru_maxrss / 1024.0 << " MiB\n";
-    err << t.str();
+    stage_timer t(true);
+    if (r.startup_seconds >= 0) t.add("start-up", r.startup_seconds, "process start to main, in steps of 10 ms");
+    t.add("setup", r.setup_seconds, setup.str());
+    t.add("batch", r.seconds, std::to_string(r.done) + " images: the batch's own clock, as in the summary");
+    t.add("after", seconds_since(batch_end),
+          std::string("the summary; buffers ") + (options.leave_buffers_to_exit ? "left to the exit" : "released"));
+    t.print(err, title, std::max(0.0, r.startup_seconds) + seconds_since(main_started),
+            "process start to here; the exit, where the driver tears the context down, comes on top");
   }
   return exit_code_for(r);
 }

@@ -4,6 +4,8 @@
 #pragma once
 #include <chrono>
 #include <ostream>
+#include <type_traits>
+#include <utility>
 
 #include "cli.hpp"
 
@@ -15,6 +17,13 @@ int run_command(const cli_options& o, std::ostream& out, std::ostream& err);
 // the one-image command then leaves its GPU buffers to the exit instead of freeing them. Off
 // by default (a caller that goes on, such as the tests, gets everything freed).
 extern bool process_ends_after_command;
+
+// Hands `v` to the exit: moved to the heap and never destroyed, for a process that ends next
+// (its GPU buffers go with the context at exit, sooner than freed one by one).
+template <class T>
+void leave_to_exit(T&& v) {
+  (void)new std::decay_t<T>(std::move(v));
+}
 
 // When main began (set first thing by the CLI's main; else at static initialisation).
 extern std::chrono::steady_clock::time_point main_started;
