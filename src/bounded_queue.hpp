@@ -1,5 +1,8 @@
 // A blocking queue of bounded size between the stages of a batch (src/batch.cpp): producers
 // wait while it is full, consumers while it is empty; close() ends the consumers once drained.
+// Full means `capacity` items, or, with a byte budget, `capacity` items and no room left in the
+// budget for the next item's bytes (push's second argument): small items may then queue deeper
+// than `capacity`, large ones no deeper.
 #pragma once
 #include <algorithm>
 #include <chrono>
@@ -15,12 +18,15 @@ namespace gpuconv::app {
 template <typename T>
 class bounded_queue {
  public:
-  explicit bounded_queue(std::size_t capacity) : capacity_(std::max<std::size_t>(1, capacity)) {}
+  explicit bounded_queue(std::size_t capacity, std::size_t byte_budget = 0)
+      : capacity_(std::max<std::size_t>(1, capacity)), budget_(byte_budget) {}
 
-  void push(T item) {
+  void push(T item, std::size_t bytes = 0) {
     std::unique_lock lock(mutex_);
-    not_full_.wait(lock, [&] { return items_.size() < capacity_; });
+    not_full_.wait(lock, [&] { return items_.size() < capacity_ || (budget_ > 0 && bytes_ + bytes <= budget_); });
     items_.push_back(std::move(item));
+    sizes_.push_back(bytes);
+    bytes_ += bytes;
     not_empty_.notify_all();  // a decode stage may be waiting for a fuller batch beside a waiting consumer
   }
 
@@ -35,7 +41,8 @@ class bounded_queue {
     if (items_.empty()) return std::nullopt;
     T item = std::move(items_.front());
     items_.pop_front();
-    not_full_.notify_one();
+    drop_size();
+    not_full_.notify_all();  // with a budget, the room made may admit more than one waiting item
     return item;
   }
 
@@ -84,6 +91,7 @@ class bounded_queue {
     while (!items_.empty() && out.size() < most) {
       out.push_back(std::move(items_.front()));
       items_.pop_front();
+      drop_size();
     }
     if (timing && !out.empty()) {
       ++timing->takes;
@@ -101,8 +109,15 @@ class bounded_queue {
   }
 
  private:
-  std::size_t capacity_;
+  void drop_size() {
+    bytes_ -= sizes_.front();
+    sizes_.pop_front();
+  }
+
+  std::size_t capacity_, budget_;
   std::deque<T> items_;
+  std::deque<std::size_t> sizes_;  // push's bytes, item by item
+  std::size_t bytes_ = 0;          // their sum
   bool closed_ = false;
   std::mutex mutex_;
   std::condition_variable not_full_, not_empty_;

@@ -157,3 +157,36 @@ TEST_CASE("bounded queue: a batch is taken without copying its items", "[app][qu
   CHECK(q.pop_up_to(8).size() == 4);
   CHECK(counted::copies == 0);
 }
+
+TEST_CASE("bounded queue: a byte budget lets small items queue past the count, never large ones", "[app][queue]") {
+  bounded_queue<int> q(2, 1000);
+  for (int k = 0; k < 10; ++k) q.push(k, 100);  // 10 x 100 bytes: within the budget, past the count
+  CHECK(q.size() == 10);
+  std::atomic<bool> pushed{false};
+  std::thread producer([&] {
+    q.push(10, 100);  // 1100 bytes and 11 items: over both
+    pushed = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  CHECK_FALSE(pushed);
+  CHECK(q.pop() == 0);  // 900 bytes again: room for it
+  producer.join();
+  CHECK(q.size() == 10);
+  CHECK(q.pop_up_to(16).size() == 10);  // empty, budget all free
+
+  // large items: the count alone bounds them (each over the budget's room once one is queued)
+  q.push(100, 800);
+  q.push(101, 800);  // the second: under the count
+  std::atomic<bool> third{false};
+  std::thread big([&] {
+    q.push(102, 800);
+    third = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  CHECK_FALSE(third);
+  CHECK(q.size() == 2);
+  CHECK(q.pop() == 100);  // one item and 800 bytes: under the count again
+  big.join();
+  CHECK(third);
+  CHECK(q.pop_up_to(4) == std::vector<int>{101, 102});
+}
