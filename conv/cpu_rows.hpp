@@ -167,18 +167,58 @@ inline long long ring_stride(long long n) {
 }
 
 // Units for a ring of kh rows per thread (the direct method's extended source rows, the
-// separable method's filtered rows): strips as wide as the ring allows in ~256 KB of the
-// core's L2 (the whole row for small kernels: long sequential reads and writes of the
-// image), bands of max(64, 4 kh) rows (the kh - 1 rows that start a band are built twice),
-// fewer rows per band where that leaves under four units per thread.
-inline row_units ring_units(const problem& p) {
+// separable method's filtered rows): the bands and strips that finish soonest on the call's
+// threads by a count of the work. A unit of `band` output rows x `strip` columns builds
+// band + kh - 1 ring rows (the kh - 1 that start a band are built twice) at `ring_cost`
+// multiply-adds a column (the separable method's row pass: kw; the direct method's extended
+// rows: ~1) and sums `band` output rows at `out_cost` a column, plus 48 columns' worth of both
+// a ring row (a row's start and ends: on the 2-core Zen 5 VM, one thread, 4096^2 uint8
+// separable K = 31, a row of a 256-column strip cost ~38 ns more than its multiply-adds, ~53
+// columns' worth); the units run in ceil(units / threads) rounds. Strips at most as wide as the
+// ring allows in ~512 KB of the core's L2 (the whole row for small kernels: long sequential
+// reads and writes of the image), at least 256 columns where the image has them; bands of at
+// least max(8, kh) rows and at most `longest_band` (the direct method keeps its max(64, 4 kh));
+// four units a thread or more where the image allows (the tail's balance: threads do not all
+// run at one speed). Before, every ring took bands of max(64, 4 kh) rows and ~256 KB strips:
+// 4096^2 uint8 separable K = 31 built 24% of its row pass twice (124-row bands).
+inline row_units ring_units(const problem& p, double ring_cost, double out_cost, long long longest_band) {
   const long long out_h = p.map.out_h, out_w = p.map.out_w;
-  const long long fit = std::max<long long>(512, (256 << 10) / (4 * (long long)(p.kh + p.kw)) / 64 * 64);
-  row_units u{out_h, out_w, (int)std::min<long long>(out_h, std::max(64, 4 * p.kh)), (int)std::min(out_w, fit)};
-  const long long want = 4LL * cpu_threads(p);
-  const int least = std::max(8, p.kh);
-  while (u.band > least && p.planes * u.per_plane() < want) u.band = std::max(least, u.band / 2);
-  return u;
+  auto ceil_div = [](long long a, long long b) { return (a + b - 1) / b; };
+  const long long fit = std::max<long long>(512, (512 << 10) / (4 * (long long)(p.kh + p.kw)) / 64 * 64);
+  const long long threads = cpu_threads(p);
+  const double row_start = 48 * (ring_cost + out_cost);
+  const long long least = std::min<long long>(out_h, std::max(8, p.kh));
+  const long long widest = std::min(out_w, fit);
+  // n strips of ceil(out_w / n) columns (rounded up to whole cache lines where that keeps n), from
+  // the fewest the ring allows to the most of 256 columns or more; n bands of ceil(out_h / n) rows
+  // (ceil(out_h / band) of them: at most n), at least `least` and at most `longest_band` rows
+  const long long min_strips = ceil_div(out_w, widest);
+  const long long max_strips = std::max(min_strips, std::min(out_w / 256, min_strips + 63));
+  const long long max_bands = std::max<long long>(1, out_h / least);
+  const long long first_bands = std::min(max_bands, ceil_div(out_h, std::max(longest_band, least)));
+  auto bands_of = [&](long long n) { return ceil_div(out_h, ceil_div(out_h, n)); };
+  const long long want = std::min(4 * threads, p.planes * bands_of(max_bands) * max_strips);
+  row_units best{out_h, out_w, (int)ceil_div(out_h, first_bands), (int)widest};
+  double best_score = -1;
+  bool best_enough = false;
+  for (long long ns = min_strips; ns <= max_strips; ++ns) {
+    long long strip = ceil_div(out_w, ns);
+    if (const long long lines = ceil_div(strip, 64) * 64; lines <= widest && ceil_div(out_w, lines) == ns) strip = lines;
+    const long long most_bands = std::min(max_bands, std::max<long long>(1, ceil_div(8 * want, p.planes * ns)));
+    for (long long nb = first_bands; nb <= std::max(first_bands, most_bands); ++nb) {
+      const long long band = ceil_div(out_h, nb), units = p.planes * bands_of(nb) * ns;
+      const double ring_rows = double(band + p.kh - 1);
+      const double cost = (ring_cost * ring_rows + out_cost * double(band)) * double(strip) + ring_rows * row_start;
+      const double score = double(ceil_div(units, threads)) * cost;
+      const bool enough = units >= want;
+      if (best_score < 0 || (enough && !best_enough) || (enough == best_enough && score < best_score)) {
+        best = row_units{out_h, out_w, (int)band, (int)strip};
+        best_score = score;
+        best_enough = enough;
+      }
+    }
+  }
+  return best;
 }
 
 // f(in, out) with the buffers typed as the call's pixels.

@@ -10,6 +10,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -69,8 +70,8 @@ TEST_CASE("CPU methods: banks, several units per plane, wide kernels", "[conv]")
 
 TEST_CASE("CPU direct and separable: every fixed tap count, ring wrap-around, several strips", "[conv]") {
   // taps_rows unrolls 1 x 2..9 and 2..9 x 1 (the separable passes) and 3 x 3, 5 x 5 (direct);
-  // the separable ring of kh filtered rows wraps many times per band; kh = 40 makes strips
-  // narrower than 1600 columns
+  // the separable ring of kh filtered rows wraps many times per band; the 1600-column images
+  // are cut into strips where there are two threads or more (ring_units: four units a thread)
   options o;
   o.border = boundary::reflect101;
   for (int k = 2; k <= 9; ++k) {
@@ -307,7 +308,8 @@ TEST_CASE("CPU row_taps16: sixteen rows at once, to the bit row_taps on each", "
 }
 
 TEST_CASE("CPU separable: rows read in place and extended at the boundary, every mode and border", "[conv]") {
-  // row_units cuts wide images into strips (ring_units: kh + kw = 73 gives 896-column strips);
+  // row_units cuts wide images into strips (ring_units: kh + kw = 73 allows strips of at most
+  // 1792 columns: two or more here);
   // the row pass reads the middle of each row in place and builds extended rows for the
   // outputs near the image's left and right edges and for rows outside it
   for (auto mode : {output_mode::same, output_mode::valid, output_mode::full}) {
@@ -417,4 +419,51 @@ TEST_CASE("CPU ISA: GPUCONV_CPU_ISA lowers the level the vector code runs at, ne
   CHECK(fft::host::selected_host_isa() == expected);
   // the row pass groups 16 rows only with AVX-512's registers
   CHECK(row_group_available() == (expected == host_isa::avx512));
+}
+
+TEST_CASE("CPU ring units: every output once, long bands for wide kernels, enough units for the threads", "[conv]") {
+  struct shape {
+    long long h, w;
+    int kh, kw, planes;
+  };
+  for (const shape s : {shape{4096, 4096, 31, 31, 1}, shape{3000, 4000, 31, 31, 3}, shape{4096, 4096, 3, 3, 1},
+                        shape{4096, 4096, 127, 127, 1}, shape{50, 1600, 40, 3, 1}, shape{9, 47, 3, 31, 1},
+                        shape{1000, 100, 7, 7, 2}, shape{1, 1, 1, 1, 1}}) {
+    for (int threads : {1, 2, 16, 64}) {
+      for (bool direct : {false, true}) {
+        problem p{};
+        p.map.out_h = s.h, p.map.out_w = s.w, p.kh = s.kh, p.kw = s.kw, p.planes = s.planes;
+        p.options.threads = threads;
+        const long long longest = direct ? std::max(64, 4 * s.kh) : s.h;
+        const row_units u = direct ? ring_units(p, 1.0, double(s.kh) * s.kw, longest) : ring_units(p, s.kw, s.kh, longest);
+        INFO(s.h << " x " << s.w << " x " << s.planes << ", K " << s.kh << " x " << s.kw << ", " << threads
+                 << " threads, " << (direct ? "direct" : "separable") << ": bands " << u.band << ", strips " << u.strip);
+        const long long least = std::min<long long>(s.h, std::max(8, s.kh));
+        CHECK(u.band >= least);
+        CHECK(u.band <= std::max(longest, least));
+        CHECK(u.strip >= std::min<long long>(s.w, 256));
+        CHECK(u.strip <= std::max<long long>(512, (512 << 10) / (4 * (s.kh + s.kw))));
+        // four units a thread where bands of `least` rows or more and strips of 256 columns or more
+        // (and no wider than the ring allows) would give them
+        const long long bands = std::max<long long>(1, s.h / least), band = (s.h + bands - 1) / bands;
+        const long long widest = std::min<long long>(s.w, std::max<long long>(512, (512 << 10) / (4 * (s.kh + s.kw)) / 64 * 64));
+        const long long most = s.planes * ((s.h + band - 1) / band) * std::max((s.w + widest - 1) / widest, s.w / 256);
+        CHECK(s.planes * u.per_plane() >= std::min<long long>(4LL * threads, most));
+        std::vector<int> seen(std::size_t(s.planes * s.h * s.w), 0);
+        for (long long k = 0; k < s.planes * u.per_plane(); ++k) {
+          const auto sp = u.at(k);
+          for (long long y = sp.y0; y < sp.y1; ++y)
+            for (long long x = sp.x0; x < sp.x0 + sp.n; ++x) ++seen[std::size_t((sp.plane * s.h + y) * s.w + x)];
+        }
+        CHECK(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
+      }
+    }
+  }
+  // 4096^2 separable K = 31 on 16 threads: bands long enough that under 12% of the row pass is
+  // built twice (the kh - 1 rows that start each band; 124-row bands before: 24%)
+  problem p{};
+  p.map.out_h = p.map.out_w = 4096, p.kh = p.kw = 31, p.planes = 1, p.options.threads = 16;
+  const row_units u = ring_units(p, 31, 31, 4096);
+  CHECK(double(u.band + 30) / u.band < 1.12);
+  CHECK(u.per_plane() >= 64);
 }
