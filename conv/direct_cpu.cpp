@@ -26,7 +26,7 @@ class cpu_direct final : public plan::impl {
   void run(const T* in, T* out, pixel px) const {
     const problem& p = prob;
     const int kh = p.kh, kw = p.kw;
-    const row_units units = ring_units(p, 1.0, double(p.kh) * p.kw * p.kernels, std::max(64, 4 * p.kh));
+    const row_units units = ring_units(p, 1.0, double(p.kh) * p.kw * p.kernels, std::max(64, 4 * p.kh), 4);
     const float outside = outside_value(p, px);
     const boundary b = p.options.semantics.border;
     parallel_units(cpu_threads(p), p.planes * units.per_plane(), [&](long long u) {

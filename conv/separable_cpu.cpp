@@ -31,7 +31,7 @@ class cpu_separable final : public plan::impl {
   void run(const T* in, T* out, pixel px) const {
     const problem& p = prob;
     const int kh = p.kh, kw = p.kw;
-    const row_units units = ring_units(p, p.kw, p.kh, p.map.out_h);
+    const row_units units = ring_units(p, p.kw, p.kh, p.map.out_h, 8);
     const float outside = outside_value(p, px);
     const boundary b = p.options.semantics.border;
     parallel_units(cpu_threads(p), p.planes * units.per_plane(), [&](long long u) {

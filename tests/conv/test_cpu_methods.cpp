@@ -435,7 +435,9 @@ TEST_CASE("CPU ring units: every output once, long bands for wide kernels, enoug
         p.map.out_h = s.h, p.map.out_w = s.w, p.kh = s.kh, p.kw = s.kw, p.planes = s.planes;
         p.options.threads = threads;
         const long long longest = direct ? std::max(64, 4 * s.kh) : s.h;
-        const row_units u = direct ? ring_units(p, 1.0, double(s.kh) * s.kw, longest) : ring_units(p, s.kw, s.kh, longest);
+        const int per_thread = direct ? 4 : 8;
+        const row_units u = direct ? ring_units(p, 1.0, double(s.kh) * s.kw, longest, per_thread)
+                                   : ring_units(p, s.kw, s.kh, longest, per_thread);
         INFO(s.h << " x " << s.w << " x " << s.planes << ", K " << s.kh << " x " << s.kw << ", " << threads
                  << " threads, " << (direct ? "direct" : "separable") << ": bands " << u.band << ", strips " << u.strip);
         const long long least = std::min<long long>(s.h, std::max(8, s.kh));
@@ -443,12 +445,12 @@ TEST_CASE("CPU ring units: every output once, long bands for wide kernels, enoug
         CHECK(u.band <= std::max(longest, least));
         CHECK(u.strip >= std::min<long long>(s.w, 256));
         CHECK(u.strip <= std::max<long long>(512, (512 << 10) / (4 * (s.kh + s.kw))));
-        // four units a thread where bands of `least` rows or more and strips of 256 columns or more
+        // per_thread units a thread where bands of `least` rows or more and strips of 256 columns or more
         // (and no wider than the ring allows) would give them
         const long long bands = std::max<long long>(1, s.h / least), band = (s.h + bands - 1) / bands;
         const long long widest = std::min<long long>(s.w, std::max<long long>(512, (512 << 10) / (4 * (s.kh + s.kw)) / 64 * 64));
         const long long most = s.planes * ((s.h + band - 1) / band) * std::max((s.w + widest - 1) / widest, s.w / 256);
-        CHECK(s.planes * u.per_plane() >= std::min<long long>(4LL * threads, most));
+        CHECK(s.planes * u.per_plane() >= std::min<long long>(per_thread * threads, most));
         std::vector<int> seen(std::size_t(s.planes * s.h * s.w), 0);
         for (long long k = 0; k < s.planes * u.per_plane(); ++k) {
           const auto sp = u.at(k);
@@ -463,7 +465,7 @@ TEST_CASE("CPU ring units: every output once, long bands for wide kernels, enoug
   // built twice (the kh - 1 rows that start each band; 124-row bands before: 24%)
   problem p{};
   p.map.out_h = p.map.out_w = 4096, p.kh = p.kw = 31, p.planes = 1, p.options.threads = 16;
-  const row_units u = ring_units(p, 31, 31, 4096);
-  CHECK(double(u.band + 30) / u.band < 1.12);
-  CHECK(u.per_plane() >= 64);
+  const row_units u = ring_units(p, 31, 31, 4096, 8);
+  CHECK(double(u.band + 30) / u.band < 1.25);
+  CHECK(u.per_plane() >= 128);
 }
