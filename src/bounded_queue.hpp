@@ -42,7 +42,10 @@ class bounded_queue {
     T item = std::move(items_.front());
     items_.pop_front();
     drop_size();
-    not_full_.notify_all();  // with a budget, the room made may admit more than one waiting item
+    if (budget_ > 0)
+      not_full_.notify_all();  // the room made may admit more than one waiting item
+    else
+      not_full_.notify_one();
     return item;
   }
 
