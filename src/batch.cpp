@@ -136,9 +136,10 @@ std::size_t staged_image_count() { return std::size_t(env_int("GPUCONV_STAGED_IM
 // context, the workers' plans and the first kernels' modules are made (the first ~0.1-0.2 s of
 // a batch), instead of stopping with a full queue and leaving the cores idle for that time,
 // which a batch of CPU codecs cannot make up. H100 host, 256 PNGs of 1024^2 (3 MB decoded),
-// gaussian:3, --jobs 16, six interleaved pairs: the batch's own time 1.52-1.72 s, median 1.71,
-// with the count alone, 1.58-1.70 s, median 1.61, with 512 MiB (up to ~150 images queued; the
-// decoders blocked 6.5 s summed over threads before, none after): ~0.45 GB more images held.
+// gaussian:3, --jobs 16, six ABBA quads: the batch's own time 1.61-1.76 s, median 1.66, with the
+// count alone, 1.53-1.64 s, median 1.60, with 512 MiB (faster in every quad; up to ~150 images
+// queued, the decoders blocked 6.5 s summed over threads before, none after): ~0.45 GB more
+// images held.
 // 512 MiB, at most an eighth of the memory; GPUCONV_DECODED_MB overrides (0..65536; 0: the
 // count alone, as before).
 std::size_t decoded_byte_budget() {
