@@ -179,12 +179,14 @@ inline long long ring_stride(long long n) {
 // reads and writes of the image), at least 256 columns where the image has them; bands of at
 // least max(8, kh) rows and at most `longest_band` (the direct method keeps its max(64, 4 kh));
 // `per_thread` units a thread or more where the image allows (the tail's balance: threads do
-// not all run at one speed; the direct method keeps its 4, the separable takes 8: H100 host, 16 threads, three rounds of processes, separable K = 31: eight a
-// thread 4096^2 uint8 3.35-4.31 ms, fp32 3.84-4.63, 12 MP uint8 6.08-8.14; four 3.62-4.43,
-// 3.71-6.49, 5.89-8.60; two 3.43-5.59, 4.25-6.77, 6.59-8.86). Before, every ring took bands of max(64, 4 kh) rows and ~256 KB strips:
-// 4096^2 uint8 separable K = 31 built 24% of its row pass twice (124-row bands).
+// not all run at one speed). The direct method keeps its 4, the separable takes 8 (H100 host,
+// 16 threads, three rounds of processes, separable K = 31: eight a thread 4096^2 uint8
+// 3.35-4.31 ms, fp32 3.84-4.63, 12 MP uint8 6.08-8.14; four 3.62-4.43, 3.71-6.49, 5.89-8.60;
+// two 3.43-5.59, 4.25-6.77, 6.59-8.86). Before, every ring took bands of max(64, 4 kh) rows and
+// ~256 KB strips: 4096^2 uint8 separable K = 31 built 24% of its row pass twice (124-row bands).
 inline row_units ring_units(const problem& p, double ring_cost, double out_cost, long long longest_band, int per_thread) {
   const long long out_h = p.map.out_h, out_w = p.map.out_w;
+  if (out_h <= 0 || out_w <= 0) return row_units{out_h, out_w, 1, 1};  // no units
   auto ceil_div = [](long long a, long long b) { return (a + b - 1) / b; };
   const long long fit = std::max<long long>(512, (512 << 10) / (4 * (long long)(p.kh + p.kw)) / 64 * 64);
   const long long threads = cpu_threads(p);
