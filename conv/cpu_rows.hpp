@@ -8,6 +8,7 @@
 //   ext[t] = in_ext(r, x0 + t + ox - (kw - 1)),  t < n + kw - 1,
 // so that out(y, x0 + t) = sum_{i, j} k(i, j) ext_{y + oy - i}[t + kw - 1 - j].
 #pragma once
+#include <limits>
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -202,8 +203,8 @@ inline row_units ring_units(const problem& p, double ring_cost, double out_cost,
   const long long first_bands = std::min(max_bands, ceil_div(out_h, std::max(longest_band, least)));
   auto bands_of = [&](long long n) { return ceil_div(out_h, ceil_div(out_h, n)); };
   const long long want = std::min(per_thread * threads, p.planes * bands_of(max_bands) * max_strips);
-  row_units best{out_h, out_w, (int)ceil_div(out_h, first_bands), (int)widest};
-  double best_score = -1;
+  row_units best{out_h, out_w, (int)least, (int)widest};  // (the loop's first candidate replaces it)
+  double best_score = std::numeric_limits<double>::infinity();
   bool best_enough = false;
   for (long long ns = min_strips; ns <= max_strips; ++ns) {
     long long strip = ceil_div(out_w, ns);
@@ -215,7 +216,7 @@ inline row_units ring_units(const problem& p, double ring_cost, double out_cost,
       const double cost = (ring_cost * ring_rows + out_cost * double(band)) * double(strip) + ring_rows * row_start;
       const double score = double(ceil_div(units, threads)) * cost;
       const bool enough = units >= want;
-      if (best_score < 0 || (enough && !best_enough) || (enough == best_enough && score < best_score)) {
+      if ((enough && !best_enough) || (enough == best_enough && score < best_score)) {
         best = row_units{out_h, out_w, (int)band, (int)strip};
         best_score = score;
         best_enough = enough;

@@ -12,7 +12,10 @@ namespace {
 
 class cpu_direct final : public plan::impl {
  public:
-  explicit cpu_direct(problem p) : impl(std::move(p)) {}
+  // the units (cpu_rows.hpp) are the plan's: worked out once, not at every call
+  explicit cpu_direct(problem p)
+      : impl(std::move(p)),
+        units_(ring_units(prob, 1.0, double(prob.kh) * prob.kw * prob.kernels, std::max(64, 4 * prob.kh), 4)) {}
 
   backend kind() const override { return backend::cpu; }
   cpu_method method() const override { return cpu_method::direct; }
@@ -26,7 +29,7 @@ class cpu_direct final : public plan::impl {
   void run(const T* in, T* out, pixel px) const {
     const problem& p = prob;
     const int kh = p.kh, kw = p.kw;
-    const row_units units = ring_units(p, 1.0, double(p.kh) * p.kw * p.kernels, std::max(64, 4 * p.kh), 4);
+    const row_units& units = units_;
     const float outside = outside_value(p, px);
     const boundary b = p.options.semantics.border;
     parallel_units(cpu_threads(p), p.planes * units.per_plane(), [&](long long u) {
@@ -59,6 +62,8 @@ class cpu_direct final : public plan::impl {
       }
     });
   }
+
+  const row_units units_;
 };
 
 }  // namespace

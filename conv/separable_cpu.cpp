@@ -17,7 +17,9 @@ namespace {
 
 class cpu_separable final : public plan::impl {
  public:
-  cpu_separable(problem p, rank1_factors f) : impl(std::move(p)), f_(std::move(f)) {}
+  // the units (cpu_rows.hpp) are the plan's: worked out once, not at every call
+  cpu_separable(problem p, rank1_factors f)
+      : impl(std::move(p)), f_(std::move(f)), units_(ring_units(prob, prob.kw, prob.kh, prob.map.out_h, 8)) {}
 
   backend kind() const override { return backend::cpu; }
   cpu_method method() const override { return cpu_method::separable; }
@@ -31,7 +33,7 @@ class cpu_separable final : public plan::impl {
   void run(const T* in, T* out, pixel px) const {
     const problem& p = prob;
     const int kh = p.kh, kw = p.kw;
-    const row_units units = ring_units(p, p.kw, p.kh, p.map.out_h, 8);
+    const row_units& units = units_;
     const float outside = outside_value(p, px);
     const boundary b = p.options.semantics.border;
     parallel_units(cpu_threads(p), p.planes * units.per_plane(), [&](long long u) {
@@ -125,6 +127,7 @@ class cpu_separable final : public plan::impl {
   }
 
   rank1_factors f_;
+  const row_units units_;
 };
 
 }  // namespace
