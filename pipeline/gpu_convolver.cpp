@@ -1,5 +1,7 @@
 #include "gpu_convolver.hpp"
 
+#include "png_rows.hpp"
+
 #include "conv/host_copy.hpp"
 
 #include <algorithm>
@@ -68,9 +70,7 @@ void* gpu_convolver::input_buffer(std::size_t bytes) {
   return input_.data();
 }
 
-stored_image gpu_convolver::upload(const void* host, sample type, int height, int width, int channels, layout at) {
-  const std::size_t bytes = std::size_t(at.bytes_for(height, width, channels, type));
-  unsigned char* device = static_cast<unsigned char*>(input_buffer(bytes));
+void gpu_convolver::copy_up(unsigned char* device, const void* host, std::size_t bytes) {
   const auto* src = static_cast<const unsigned char*>(host);
   int k = 0;
   if (direct_upload()) GPUCONV_CUDA(cudaMemcpyAsync(device, src, bytes, cudaMemcpyHostToDevice, stream()));
@@ -82,6 +82,12 @@ stored_image gpu_convolver::upload(const void* host, sample type, int height, in
     GPUCONV_CUDA(cudaMemcpyAsync(device + offset, staging, n, cudaMemcpyHostToDevice, stream()));
     GPUCONV_CUDA(cudaEventRecord(staged_[k], stream()));
   }
+}
+
+stored_image gpu_convolver::upload(const void* host, sample type, int height, int width, int channels, layout at) {
+  const std::size_t bytes = std::size_t(at.bytes_for(height, width, channels, type));
+  unsigned char* device = static_cast<unsigned char*>(input_buffer(bytes));
+  copy_up(device, host, bytes);
   stored_image in;
   in.data = device;
   in.type = type;
@@ -89,6 +95,22 @@ stored_image gpu_convolver::upload(const void* host, sample type, int height, in
   in.width = width;
   in.channels = channels;
   in.at = at;
+  return in;
+}
+
+stored_image gpu_convolver::upload_png(const void* scanlines, int height, int width, int channels) {
+  const std::size_t bytes = std::size_t(png_scanline_bytes(height, width, channels));
+  scanlines_.reserve(bytes);
+  copy_up(scanlines_.data(), scanlines, bytes);
+  auto* device = static_cast<unsigned char*>(input_buffer(std::size_t(height) * width * channels));
+  png_unsub_rows(scanlines_.data(), height, width, channels, device, stream());
+  stored_image in;
+  in.data = device;
+  in.type = sample::u8;
+  in.height = height;
+  in.width = width;
+  in.channels = channels;
+  in.at = layout::interleaved(width, channels);
   return in;
 }
 
@@ -137,8 +159,16 @@ gpu_result gpu_convolver::run(const stored_image& in, sample out_type, layout ou
 
 bool gpu_convolver::pinned_download() const { return forced_staging() == -1 ? pinned_download_ : forced_staging() == 0; }
 
-void gpu_convolver::download(void* host, std::size_t bytes) {
-  const auto* device = static_cast<const unsigned char*>(output_.data());
+void gpu_convolver::download(void* host, std::size_t bytes) { copy_down(host, output_.data(), bytes); }
+
+void gpu_convolver::download_png(void* host, long long out_h, long long out_w, int channels) {
+  const std::size_t bytes = std::size_t(png_scanline_bytes(out_h, out_w, channels));
+  scanlines_.reserve(bytes);
+  png_sub_rows(output_.data(), out_h, out_w, channels, scanlines_.data(), stream());
+  copy_down(host, scanlines_.data(), bytes);
+}
+
+void gpu_convolver::copy_down(void* host, const unsigned char* device, std::size_t bytes) {
   auto* dst = static_cast<unsigned char*>(host);
   if (!pinned_download()) {
     GPUCONV_CUDA(cudaMemcpyAsync(dst, device, bytes, cudaMemcpyDeviceToHost, stream()));

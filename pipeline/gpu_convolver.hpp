@@ -58,6 +58,10 @@ class gpu_convolver {
   // except for the host side of the staging, which it waits for chunk by chunk).
   stored_image upload(const void* host, sample type, int height, int width, int channels, layout at);
 
+  // Copies a PNG's scanlines (png_codec.hpp; every row's filter None or Sub) through the pinned
+  // staging and undoes their filter on the GPU into input_buffer (interleaved, BGR(A) or gray).
+  stored_image upload_png(const void* scanlines, int height, int width, int channels);
+
   // Convolves `in` (device memory) into output(), laid out as out_at with samples out_type;
   // waits for the stream to read the clip count.
   gpu_result run(const stored_image& in, sample out_type, layout out_at);
@@ -65,6 +69,10 @@ class gpu_convolver {
 
   // Copies `bytes` of output() to host memory through pinned staging; waits for it.
   void download(void* host, std::size_t bytes);
+  // PNG scanlines of output() (8-bit, interleaved BGR(A) or gray, out_h x out_w, as run() left
+  // it) filtered with Sub on the GPU, copied to `host`: png_scanline_bytes(out_h, out_w,
+  // channels) bytes; waits for them.
+  void download_png(void* host, long long out_h, long long out_w, int channels);
   // Threads that copy between the pinned staging and the caller's memory (default 1; one
   // thread moves 6-10 GB/s, PCIe ~50).
   void set_copy_threads(int threads) { copy_threads_ = threads < 1 ? 1 : threads; }
@@ -81,7 +89,11 @@ class gpu_convolver {
   image_rules rules_;
   plan_cache plans_;
   cuda_stream stream_;
-  device_buffer<unsigned char> input_, output_;
+  // the samples' bytes to the device (pinned chunks or direct), asynchronously on stream()
+  void copy_up(unsigned char* device, const void* host, std::size_t bytes);
+  void copy_down(void* host, const unsigned char* device, std::size_t bytes);
+
+  device_buffer<unsigned char> input_, output_, scanlines_;
   device_buffer<float> planes_, result_;
   device_buffer<unsigned long long> clipped_;
   pinned_buffer staging_[2];

@@ -31,6 +31,7 @@
 #include "interrupt.hpp"
 #include "device_pool.hpp"
 #include "jpeg_header.hpp"
+#include "png_codec.hpp"
 #ifdef GPUCONV_HAVE_NVJPEG
 #include "jpeg_gpu.hpp"
 #endif
@@ -62,6 +63,17 @@ struct device_jpeg {
   std::shared_ptr<unsigned char> planes;
   int height, width;
 };
+// A PNG inflated by a decoder (pipeline/png_codec.hpp), its rows' filters None or Sub: the GPU
+// undoes them.
+struct png_input {
+  pipeline::png_scanlines scanlines;
+};
+// An output as PNG scanlines, filtered on the GPU: the encoder deflates them.
+struct png_output {
+  std::vector<unsigned char> scanlines;
+  int height, width, channels;
+  long long clipped = 0;
+};
 // An output already encoded (by the GPU's JPEG encoder).
 struct encoded_file {
   std::vector<unsigned char> bytes;
@@ -69,12 +81,13 @@ struct encoded_file {
 };
 
 // An image on its way. From the decoders: the decoded cv::Mat (--io-only, and the GPU
-// backend, which converts on the GPU), float planes (CPU backend) or a JPEG's bytes (the
-// GPU decodes it). From the compute workers: float planes (CPU), the output image (GPU), or
-// the encoded output (GPU JPEG).
+// backend, which converts on the GPU), float planes (CPU backend), a JPEG's bytes (the
+// GPU decodes it) or a PNG's scanlines (the GPU unfilters them). From the compute workers:
+// float planes (CPU), the output image (GPU), the encoded output (GPU JPEG) or a PNG's
+// scanlines (GPU).
 struct work {
   std::size_t index;
-  std::variant<cv::Mat, planar_image, jpeg_file, device_jpeg, output_image, encoded_file> image;
+  std::variant<cv::Mat, planar_image, jpeg_file, device_jpeg, output_image, encoded_file, png_input, png_output> image;
 };
 
 // An integer setting from the environment (the tuning knobs below): its value where it lies in
@@ -383,6 +396,8 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   const std::size_t decoded_capacity = std::size_t(jobs) + (decode_stage ? decode_stages * gpu_batch : 0);
   // (GPU without the decode stage: decoded images, deeper while they are small, decoded_byte_budget)
   const bool decoded_images_to_gpu = gpu && !decode_stage;
+  // PNGs: zlib on the decoders and encoders, the filter step on the GPU (convolver::run_gpu_png)
+  const bool png_to_gpu = gpu && convolver::png_on_gpu();
   bounded_queue<work> decoded{decoded_capacity, decoded_images_to_gpu ? decoded_byte_budget() : 0},
       staged{staged_images}, convolved{std::size_t(jobs)};
   bounded_queue<work>& to_compute = decode_stage ? staged : decoded;
@@ -428,6 +443,23 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
           auto t = stats.time(stage_stats::cpu_decode);
           m = read_image(items[i].input);  // progressive, gray, CMYK, damaged, ...: libjpeg as always
           ++jpegs_on_cpu;
+        } else if (png_to_gpu && is_png_name(items[i].input)) {
+          // zlib on this thread, the filters on the GPU; anything png_codec does not take (or
+          // a damaged file) OpenCV decodes, and reports, as always
+          auto t = stats.time(stage_stats::cpu_decode);
+          const std::vector<unsigned char> bytes = read_image_bytes(items[i].input);
+          if (auto s = pipeline::inflate_png(bytes.data(), bytes.size())) {
+            if (s->none_or_sub()) {
+              const std::size_t size = s->rows.size();
+              auto tp = stats.time(stage_stats::push_decoded);
+              to_compute.push(work{i, png_input{std::move(*s)}}, size);
+              continue;
+            }
+            m.create(s->height, s->width, CV_MAKETYPE(CV_8U, s->channels));
+            if (!pipeline::unfilter_png(*s, m.data)) m = read_image(items[i].input);
+          } else {
+            m = read_image(items[i].input);
+          }
         } else {
           auto t = stats.time(stage_stats::cpu_decode);
           if (jpeg) ++jpegs_on_cpu;
@@ -610,17 +642,30 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
             else
               w->image = std::move(o.image);
           };
-          const bool jpeg_out = is_jpeg_name(items[w->index].output);
+          const bool jpeg_out = is_jpeg_name(items[w->index].output), png_out = is_png_name(items[w->index].output);
+          // the output as PNG scanlines, or the image (convolver::png_result)
+          auto keep_png = [&](convolver::png_result r) {
+            if (!r.scanlines.empty())
+              w->image = png_output{std::move(r.scanlines), r.height, r.width, r.channels, r.image.clipped};
+            else
+              w->image = std::move(r.image);
+          };
           if (auto* d = std::get_if<device_jpeg>(&w->image)) {
             keep(cw->run_gpu_decoded(d->planes.get(), d->height, d->width, jpeg_out, stats.on ? &times : nullptr));
           } else {
             // a JPEG the GPU did not decode: libjpeg decodes it (and reports damage) as always
             if (std::holds_alternative<jpeg_file>(w->image)) w->image = read_image(items[w->index].input);
-            const cv::Mat& m = std::get<cv::Mat>(w->image);
-            if (jpeg_out)
-              keep(cw->run_gpu_to_jpeg(m));  // encoded on the GPU once nvJPEG is ready
-            else
-              w->image = cw->run_gpu(m);
+            if (auto* p = std::get_if<png_input>(&w->image)) {
+              keep_png(cw->run_gpu_png(p->scanlines, png_out));
+            } else {
+              const cv::Mat& m = std::get<cv::Mat>(w->image);
+              if (jpeg_out)
+                keep(cw->run_gpu_to_jpeg(m));  // encoded on the GPU once nvJPEG is ready
+              else if (png_out)
+                keep_png(cw->run_gpu_png(m, true));
+              else
+                w->image = cw->run_gpu(m);
+            }
           }
         }
         ++convolved_count;
@@ -648,6 +693,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
         cv::Mat out;
         long long clipped = 0;
         std::vector<unsigned char> encoded;
+        int encoded_channels = 3;  // of an output encoded before this thread (GPU JPEG: BGR)
         auto t_encode = stats.time(stage_stats::encode);
         if (auto* p = std::get_if<planar_image>(&w->image)) {
           output_image o = from_planes(*p, settings);
@@ -659,6 +705,10 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
         } else if (auto* e = std::get_if<encoded_file>(&w->image)) {
           encoded = std::move(e->bytes);
           clipped = e->clipped;
+        } else if (auto* p = std::get_if<png_output>(&w->image)) {
+          encoded = pipeline::png_from_scanlines(p->scanlines.data(), p->height, p->width, p->channels);
+          encoded_channels = p->channels;
+          clipped = p->clipped;
         } else {
           out = std::move(std::get<cv::Mat>(w->image));
         }
@@ -670,7 +720,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
           encoded = encode_output(item.output, out, options.codec);
           out = cv::Mat();
         } else {
-          check_output_format(item.output, CV_8U, 3);
+          check_output_format(item.output, CV_8U, encoded_channels);
         }
         {
           auto t = stats.time(stage_stats::write);

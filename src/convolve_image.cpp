@@ -14,12 +14,14 @@
 #include <exception>
 #include <limits>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "conv/cpu_pool.hpp"
 #include "errors.hpp"
 #include "fft/device/cuda_check.hpp"
 #include "gpu_convolver.hpp"
+#include "png_rows.hpp"
 #ifdef GPUCONV_HAVE_NVJPEG
 #include "jpeg_gpu.hpp"
 #endif
@@ -153,9 +155,11 @@ conv::plan_options host_buffer_options(const convolve_settings& s) {
 
 // Device bytes the GPU stage needs for an image: the stored input and output and the float
 // planes before and after the convolution.
-std::size_t gpu_stage_bytes(const cv::Mat& image, long long out_h, long long out_w, int out_bytes) {
-  const std::size_t c = std::size_t(image.channels());
-  return std::size_t(image.total()) * c * (image.elemSize1() + 4) + std::size_t(out_h) * out_w * c * (4 + out_bytes);
+std::size_t gpu_stage_bytes(long long rows, long long cols, int channels, int in_bytes, long long out_h, long long out_w,
+                            int out_bytes) {
+  const std::size_t c = std::size_t(channels);
+  return std::size_t(rows) * std::size_t(cols) * c * std::size_t(in_bytes + 4) +
+         std::size_t(out_h) * std::size_t(out_w) * c * std::size_t(4 + out_bytes);
 }
 
 // What one image may take on the device in the GPU stage: a quarter of the free memory (the
@@ -310,10 +314,77 @@ const char* convolver::gpu_jpeg_decoder() {
 }
 
 bool convolver::fits_gpu_stage(const cv::Mat& image) const {
-  const int depth = output_cv_depth(settings_.depth, image.depth());
+  return fits_gpu_stage(image.rows, image.cols, image.depth(), image.channels());
+}
+
+bool convolver::fits_gpu_stage(int rows, int cols, int cv_depth, int channels) const {
+  const int depth = output_cv_depth(settings_.depth, cv_depth);
+  const conv::geometry geo = conv::make_geometry(rows, cols, kernel_.height, kernel_.width, settings_.semantics.mode);
+  return gpu_stage_bytes(rows, cols, channels, int(CV_ELEM_SIZE1(cv_depth)), geo.out_h, geo.out_w,
+                         int(CV_ELEM_SIZE1(depth))) <= gpu_image_budget_bytes();
+}
+
+bool convolver::png_on_gpu() {
+  static const bool on = [] {
+    const char* e = std::getenv("GPUCONV_PNG_GPU");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
+}
+
+bool convolver::png_scanlines_out(int in_depth, int channels) const {
+  return png_on_gpu() && settings_.codec.png_level < 0 && output_cv_depth(settings_.depth, in_depth) == CV_8U &&
+         (channels == 1 || channels == 3 || channels == 4);
+}
+
+void convolver::png_from_gpu(const pipeline::stored_image& in, png_result& r) {
+  gpu_stage& g = gpu();
+  const auto [oh, ow] = g.pixels.output_size(in.height, in.width);
+  r.image.clipped = g.pixels.run(in, pipeline::sample::u8, pipeline::layout::interleaved(ow, in.channels)).clipped;
+  r.height = int(oh);
+  r.width = int(ow);
+  r.channels = in.channels;
+  r.scanlines.resize(std::size_t(pipeline::png_scanline_bytes(oh, ow, in.channels)));
+  g.pixels.download_png(r.scanlines.data(), oh, ow, in.channels);
+}
+
+convolver::png_result convolver::run_gpu_png(const cv::Mat& image, bool png_out) {
+  png_result r;
   const conv::geometry geo =
       conv::make_geometry(image.rows, image.cols, kernel_.height, kernel_.width, settings_.semantics.mode);
-  return gpu_stage_bytes(image, geo.out_h, geo.out_w, int(CV_ELEM_SIZE1(depth))) <= gpu_image_budget_bytes();
+  if (!png_out || !png_scanlines_out(image.depth(), image.channels()) || geo.out_h < 1 || geo.out_w < 1 ||
+      !fits_gpu_stage(image)) {
+    r.image = run_gpu(image);
+    return r;
+  }
+  const int channels = image.channels();
+  const pipeline::layout in_at{channels, 1, (long long)(image.step / image.elemSize1())};
+  png_from_gpu(gpu().pixels.upload(image.data, sample_of(image.depth()), image.rows, image.cols, channels, in_at), r);
+  return r;
+}
+
+convolver::png_result convolver::run_gpu_png(const pipeline::png_scanlines& in, bool png_out) {
+  if (!fits_gpu_stage(in.height, in.width, CV_8U, in.channels)) {
+    // too large for the GPU stage at once: the CPU undoes the filters, run_gpu takes bands
+    cv::Mat m(in.height, in.width, CV_MAKETYPE(CV_8U, in.channels));
+    if (!pipeline::unfilter_png(in, m.data)) throw input_error("image: a PNG row with an unknown filter type");
+    return run_gpu_png(m, png_out);
+  }
+  png_result r;
+  gpu_stage& g = gpu();
+  const pipeline::stored_image dev = g.pixels.upload_png(in.rows.data(), in.height, in.width, in.channels);
+  const auto [oh, ow] = g.pixels.output_size(in.height, in.width);
+  if (png_out && png_scanlines_out(CV_8U, in.channels) && oh > 0 && ow > 0) {
+    png_from_gpu(dev, r);
+    return r;
+  }
+  const int depth = output_cv_depth(settings_.depth, CV_8U);
+  const pipeline::gpu_result res = g.pixels.run(dev, sample_of(depth), pipeline::layout::interleaved(ow, in.channels));
+  r.image.image.create(int(oh), int(ow), CV_MAKETYPE(depth, in.channels));
+  advise_huge_pages(r.image.image);
+  g.pixels.download(r.image.image.data, r.image.image.total() * r.image.image.elemSize());
+  r.image.clipped = res.clipped;
+  return r;
 }
 
 output_image convolver::run_gpu(const cv::Mat& image, stage_times* times) {

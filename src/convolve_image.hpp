@@ -33,6 +33,7 @@
 #include "image_io.hpp"
 #include "kernel.hpp"
 #include "plan_cache.hpp"
+#include "png_codec.hpp"
 
 namespace gpuconv::pipeline {
 struct stored_image;  // pipeline/pixels.hpp
@@ -145,6 +146,20 @@ class convolver {
   // set) goes that way instead: float planes on the host, the plan's bands of rows.
   output_image run_gpu(const cv::Mat& image, stage_times* times = nullptr);
 
+  // PNG's filter step on the GPU (pipeline/png_rows.hpp), zlib alone on the CPU: an output
+  // that will be a PNG written with OpenCV's default settings (--png-level not given; 8-bit
+  // gray, BGR or BGRA) comes back as Sub-filtered scanlines for pipeline::png_from_scanlines,
+  // any other as run_gpu's image. GPUCONV_PNG_GPU=0 turns both directions off (measurements).
+  struct png_result {
+    output_image image;                   // when no scanlines (image.clipped in either case)
+    std::vector<unsigned char> scanlines;  // the output's, when it is a PNG as above
+    int height = 0, width = 0, channels = 0;
+  };
+  static bool png_on_gpu();
+  png_result run_gpu_png(const cv::Mat& image, bool png_out);
+  // A PNG's inflated scanlines (every filter None or Sub): unfiltered on the GPU, then as above.
+  png_result run_gpu_png(const pipeline::png_scanlines& in, bool png_out);
+
   // CUDA backend with nvJPEG: whether JPEGs are decoded on the GPU (settings and library).
   bool gpu_jpeg() const;
   struct jpeg_input {
@@ -198,6 +213,11 @@ class convolver {
   bool wants_gpu_jpeg() const;  // CUDA backend and --decoder not cpu
   // The image's buffers fit what one image may take on the device (see run_gpu).
   bool fits_gpu_stage(const cv::Mat& image) const;
+  bool fits_gpu_stage(int rows, int cols, int cv_depth, int channels) const;
+  // Whether an 8-bit (or `in_depth`) image of `channels` comes back as PNG scanlines
+  bool png_scanlines_out(int in_depth, int channels) const;
+  // `in` on the device: convolved to 8-bit interleaved, filtered and downloaded as scanlines
+  void png_from_gpu(const pipeline::stored_image& in, png_result& r);
   // 8-bit BGR `in` on the device: convolved to planar 8-bit and encoded by nvJPEG into o.
   void encode_on_gpu(const pipeline::stored_image& in, jpeg_output& o, stage_times* times);
   kernel kernel_;

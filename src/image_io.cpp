@@ -340,4 +340,6 @@ std::vector<unsigned char> encode_output(const fs::path& file, const cv::Mat& im
 
 bool is_jpeg_name(const fs::path& file) { return ext_in(file, {".jpg", ".jpeg"}); }
 
+bool is_png_name(const fs::path& file) { return ext_in(file, {".png"}); }
+
 }  // namespace gpuconv::app

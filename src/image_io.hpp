@@ -100,6 +100,7 @@ std::vector<unsigned char> encode_output(const std::filesystem::path& file, cons
 
 // True for .jpg / .jpeg (any case).
 bool is_jpeg_name(const std::filesystem::path& file);
+bool is_png_name(const std::filesystem::path& file);
 
 std::string depth_name(int cv_depth);
 

@@ -369,3 +369,78 @@ TEST_CASE("batch on CUDA: damaged JPEGs fail as on the CPU, through the hardware
     for (const char* v : {"GPUCONV_STARTUP_DECODERS", "GPUCONV_HYBRID_DECODERS", "GPUCONV_DECODE_STAGES"}) ::unsetenv(v);
   }
 }
+
+TEST_CASE("GPU PNG: scanlines unfiltered and filtered on the GPU, the same image as run_gpu's", "[app][gpu][pipeline]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  const int type = GENERATE(CV_8UC1, CV_8UC3, CV_8UC4);
+  const auto mode = GENERATE(conv::output_mode::same, conv::output_mode::full, conv::output_mode::valid);
+  const cv::Mat img = photo(83, 131, 21);
+  cv::Mat in;
+  if (type == CV_8UC1) cv::cvtColor(img, in, cv::COLOR_BGR2GRAY);
+  else if (type == CV_8UC4) cv::cvtColor(img, in, cv::COLOR_BGR2BGRA);
+  else in = img;
+  if (type == CV_8UC4)  // a varying alpha
+    for (int y = 0; y < in.rows; ++y)
+      for (int x = 0; x < in.cols; ++x) in.at<cv::Vec4b>(y, x)[3] = (unsigned char)(255 - (x * 3 + y) % 200);
+  const kernel k = make_kernel(9, 7, 31, 1.2);  // sums to 1.2: some values clip
+  convolve_settings s;
+  s.device = conv::backend::cuda;
+  s.semantics.mode = mode;
+  convolver gpu(k, s);
+  const output_image expected = gpu.run_gpu(in);
+  INFO("type " << type << ", mode " << int(mode));
+  std::vector<unsigned char> file;
+  REQUIRE(cv::imencode(".png", in, file));  // OpenCV's default: every row Sub
+  const auto scan = pipeline::inflate_png(file.data(), file.size());
+  REQUIRE(scan);
+  REQUIRE(scan->none_or_sub());
+  auto read_back = [](const convolver::png_result& r) {
+    REQUIRE_FALSE(r.scanlines.empty());
+    const auto png = pipeline::png_from_scanlines(r.scanlines.data(), r.height, r.width, r.channels);
+    return cv::imdecode(png, cv::IMREAD_UNCHANGED);
+  };
+  auto equal = [&](const cv::Mat& got) {
+    REQUIRE(got.size() == expected.image.size());
+    REQUIRE(got.type() == expected.image.type());
+    CHECK(cv::norm(got, expected.image, cv::NORM_INF) == 0);
+  };
+  SECTION("scanlines in, scanlines out") {
+    const auto r = gpu.run_gpu_png(*scan, true);
+    equal(read_back(r));
+    CHECK(r.image.clipped == expected.clipped);
+  }
+  SECTION("scanlines in, an image out (not a PNG)") {
+    const auto r = gpu.run_gpu_png(*scan, false);
+    CHECK(r.scanlines.empty());
+    equal(r.image.image);
+    CHECK(r.image.clipped == expected.clipped);
+  }
+  SECTION("an image in, scanlines out") {
+    const auto r = gpu.run_gpu_png(in, true);
+    equal(read_back(r));
+  }
+  SECTION("rows of None and Sub") {
+    // None for even rows: the scanline holds the samples themselves
+    auto mixed = *scan;
+    const int c = mixed.channels;
+    const std::size_t stride = 1 + std::size_t(mixed.width) * c;
+    cv::Mat rgb;
+    REQUIRE(pipeline::unfilter_png(*scan, (rgb = cv::Mat(in.size(), in.type())).data));
+    for (int y = 0; y < mixed.height; y += 2) {
+      unsigned char* r = mixed.rows.data() + std::size_t(y) * stride;
+      r[0] = 0;
+      for (int x = 0; x < mixed.width; ++x)
+        for (int kk = 0; kk < c; ++kk) r[1 + x * c + kk] = rgb.ptr<unsigned char>(y)[x * c + ((c >= 3 && kk < 3) ? 2 - kk : kk)];
+    }
+    REQUIRE(mixed.none_or_sub());
+    equal(gpu.run_gpu_png(mixed, false).image.image);
+  }
+  SECTION("--png-level given: OpenCV encodes (an image comes back)") {
+    convolve_settings s2 = s;
+    s2.codec.png_level = 3;
+    convolver other(k, s2);
+    const auto r = other.run_gpu_png(in, true);
+    CHECK(r.scanlines.empty());
+    equal(r.image.image);
+  }
+}

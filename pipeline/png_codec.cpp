@@ -1,0 +1,237 @@
+#include "png_codec.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace gpuconv::pipeline {
+
+namespace {
+
+constexpr unsigned char signature[8] = {137, 'P', 'N', 'G', '\r', '\n', 26, '\n'};
+
+std::uint32_t be32(const unsigned char* p) {
+  return (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) | std::uint32_t(p[3]);
+}
+
+void put_be32(std::vector<unsigned char>& v, std::size_t at, std::uint32_t x) {
+  v[at] = (unsigned char)(x >> 24);
+  v[at + 1] = (unsigned char)(x >> 16);
+  v[at + 2] = (unsigned char)(x >> 8);
+  v[at + 3] = (unsigned char)x;
+}
+
+bool is_type(const unsigned char* p, const char* type) { return std::memcmp(p, type, 4) == 0; }
+
+int channels_of(int colour_type) { return colour_type == 0 ? 1 : colour_type == 2 ? 3 : colour_type == 6 ? 4 : 0; }
+
+int colour_type_of(int channels) { return channels == 1 ? 0 : channels == 3 ? 2 : 6; }
+
+// The CRC of a chunk: over its type and data
+std::uint32_t chunk_crc(const unsigned char* type_and_data, std::size_t n) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (std::size_t done = 0; done < n;) {  // crc32 takes a uInt length
+    const uInt part = (uInt)std::min<std::size_t>(n - done, 1u << 30);
+    crc = crc32(crc, type_and_data + done, part);
+    done += part;
+  }
+  return std::uint32_t(crc);
+}
+
+unsigned char paeth(int a, int b, int c) {
+  const int p = a + b - c, pa = std::abs(p - a), pb = std::abs(p - b), pc = std::abs(p - c);
+  return (unsigned char)(pa <= pb && pa <= pc ? a : pb <= pc ? b : c);
+}
+
+}  // namespace
+
+bool png_scanlines::none_or_sub() const {
+  const std::size_t stride = 1 + std::size_t(width) * channels;
+  for (std::size_t y = 0; y < std::size_t(height); ++y)
+    if (rows[y * stride] > 1) return false;
+  return true;
+}
+
+std::optional<png_scanlines> inflate_png(const unsigned char* file, std::size_t size) {
+  if (size < 8 + 25 || std::memcmp(file, signature, 8) != 0) return std::nullopt;
+  png_scanlines s;
+  z_stream z{};
+  bool z_open = false, header = false, ended = false, idat_seen = false, idat_closed = false, stream_end = false;
+  std::size_t expected = 0;
+  struct closer {
+    z_stream* z;
+    bool* open;
+    ~closer() {
+      if (*open) inflateEnd(z);
+    }
+  } close_z{&z, &z_open};
+  for (std::size_t at = 8; at < size && !ended;) {
+    if (size - at < 12) return std::nullopt;
+    const std::uint32_t length = be32(file + at);
+    if (length > (1u << 31) - 1 || size - at - 12 < length) return std::nullopt;
+    const unsigned char* type = file + at + 4;
+    const unsigned char* data = type + 4;
+    if (chunk_crc(type, 4 + std::size_t(length)) != be32(data + length)) return std::nullopt;
+    if (!header) {
+      // IHDR first: 8-bit gray, RGB or RGBA, compression, filter method 0, not interlaced
+      if (!is_type(type, "IHDR") || length != 13) return std::nullopt;
+      const std::uint32_t w = be32(data), h = be32(data + 4);
+      const int depth = data[8], colour = data[9];
+      s.channels = channels_of(colour);
+      if (w == 0 || h == 0 || w > (1u << 30) || h > (1u << 30) || depth != 8 || s.channels == 0 || data[10] != 0 ||
+          data[11] != 0 || data[12] != 0)
+        return std::nullopt;
+      s.width = int(w);
+      s.height = int(h);
+      expected = std::size_t(h) * (1 + std::size_t(w) * s.channels);
+      if (expected > (std::size_t(1) << 34)) return std::nullopt;
+      header = true;
+    } else if (is_type(type, "IDAT")) {
+      if (idat_closed || stream_end) return std::nullopt;  // IDAT chunks follow one another; nothing after the stream
+      if (!idat_seen) {
+        s.rows.resize(expected);
+        if (inflateInit(&z) != Z_OK) return std::nullopt;
+        z_open = true;
+        idat_seen = true;
+      }
+      z.next_in = const_cast<unsigned char*>(data);
+      z.avail_in = length;
+      while (z.avail_in > 0) {
+        unsigned char spare;  // where the rows are all there: room for a byte too many
+        const std::size_t room = expected - std::size_t(z.total_out);
+        z.next_out = room > 0 ? s.rows.data() + z.total_out : &spare;
+        z.avail_out = room > 0 ? (uInt)std::min<std::size_t>(room, 1u << 30) : 1u;
+        const int rc = inflate(&z, Z_NO_FLUSH);
+        if (std::size_t(z.total_out) > expected) return std::nullopt;  // longer than the image
+        if (rc == Z_STREAM_END) {
+          if (std::size_t(z.total_out) != expected || z.avail_in > 0) return std::nullopt;  // short, or data after it
+          stream_end = true;
+          break;
+        }
+        if (rc != Z_OK) return std::nullopt;
+      }
+    } else if (is_type(type, "IEND")) {
+      ended = true;
+    } else {
+      idat_closed = idat_seen;
+      // critical chunks (upper-case first letter: PLTE, ...) and transparency change the
+      // decoded pixels: OpenCV decodes those files
+      if ((type[0] & 0x20) == 0 || is_type(type, "tRNS")) return std::nullopt;
+    }
+    at += 12 + std::size_t(length);
+  }
+  if (!ended || !stream_end) return std::nullopt;
+  return s;
+}
+
+bool unfilter_png(const png_scanlines& s, unsigned char* out) {
+  const int c = s.channels;
+  const std::size_t w = std::size_t(s.width), line = w * c, stride = 1 + line;
+  std::vector<unsigned char> previous(line, 0), current(line);
+  for (std::size_t y = 0; y < std::size_t(s.height); ++y) {
+    const unsigned char* r = s.rows.data() + y * stride;
+    const unsigned char* f = r + 1;
+    unsigned char* x = current.data();
+    const unsigned char* up = previous.data();
+    switch (r[0]) {
+      case 0: std::memcpy(x, f, line); break;
+      case 1:
+        for (std::size_t i = 0; i < line; ++i) x[i] = (unsigned char)(f[i] + (i >= std::size_t(c) ? x[i - c] : 0));
+        break;
+      case 2:
+        for (std::size_t i = 0; i < line; ++i) x[i] = (unsigned char)(f[i] + up[i]);
+        break;
+      case 3:
+        for (std::size_t i = 0; i < line; ++i)
+          x[i] = (unsigned char)(f[i] + ((i >= std::size_t(c) ? x[i - c] : 0) + up[i]) / 2);
+        break;
+      case 4:
+        for (std::size_t i = 0; i < line; ++i)
+          x[i] = (unsigned char)(f[i] + (i >= std::size_t(c) ? paeth(x[i - c], up[i], up[i - c]) : paeth(0, up[i], 0)));
+        break;
+      default: return false;
+    }
+    unsigned char* o = out + y * line;
+    if (c >= 3) {
+      for (std::size_t p = 0; p < w; ++p) {
+        o[p * c] = x[p * c + 2];
+        o[p * c + 1] = x[p * c + 1];
+        o[p * c + 2] = x[p * c];
+        if (c == 4) o[p * c + 3] = x[p * c + 3];
+      }
+    } else {
+      std::memcpy(o, x, line);
+    }
+    previous.swap(current);
+  }
+  return true;
+}
+
+std::vector<unsigned char> png_from_scanlines(const unsigned char* rows, int height, int width, int channels) {
+  if (height < 1 || width < 1 || (channels != 1 && channels != 3 && channels != 4))
+    throw std::invalid_argument("png_from_scanlines: " + std::to_string(height) + " x " + std::to_string(width) +
+                                " x " + std::to_string(channels));
+  const std::size_t raw = std::size_t(height) * (1 + std::size_t(width) * channels);
+  z_stream z{};
+  if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15, 8, Z_RLE) != Z_OK)
+    throw std::runtime_error("png_from_scanlines: zlib's deflateInit2 failed");
+  struct closer {
+    z_stream* z;
+    ~closer() { deflateEnd(z); }
+  } close_z{&z};
+  std::vector<unsigned char> png(signature, signature + 8);
+  auto begin_chunk = [&](const char* type, std::size_t length) {
+    const std::size_t at = png.size();
+    png.resize(at + 8 + length);
+    put_be32(png, at, std::uint32_t(length));
+    std::memcpy(png.data() + at + 4, type, 4);
+    return at;
+  };
+  auto end_chunk = [&](std::size_t at) {  // the chunk at `at` is complete up to png.size()
+    const std::size_t length = png.size() - at - 8;
+    put_be32(png, at, std::uint32_t(length));
+    const std::uint32_t crc = chunk_crc(png.data() + at + 4, 4 + length);
+    png.resize(png.size() + 4);
+    put_be32(png, png.size() - 4, crc);
+  };
+  const std::size_t ihdr = begin_chunk("IHDR", 13);
+  put_be32(png, ihdr + 8, std::uint32_t(width));
+  put_be32(png, ihdr + 12, std::uint32_t(height));
+  png[ihdr + 16] = 8;
+  png[ihdr + 17] = (unsigned char)colour_type_of(channels);
+  png[ihdr + 18] = png[ihdr + 19] = png[ihdr + 20] = 0;
+  end_chunk(ihdr);
+  // IDAT chunks of at most 256 MiB, deflate writing straight into them
+  const std::size_t bound = deflateBound(&z, uLong(std::min<std::size_t>(raw, std::numeric_limits<uLong>::max())));
+  const std::size_t chunk_max = std::size_t(1) << 28;
+  z.next_in = const_cast<unsigned char*>(rows);
+  std::size_t in_left = raw;
+  for (bool finished = false; !finished;) {
+    const std::size_t room = std::min(chunk_max, bound + 64);
+    const std::size_t at = begin_chunk("IDAT", room);
+    z.next_out = png.data() + at + 8;
+    z.avail_out = uInt(room);
+    int rc = Z_OK;
+    while (z.avail_out > 0) {
+      if (z.avail_in == 0 && in_left > 0) {
+        z.avail_in = uInt(std::min<std::size_t>(in_left, 1u << 30));
+        in_left -= z.avail_in;
+      }
+      rc = deflate(&z, in_left == 0 ? Z_FINISH : Z_NO_FLUSH);
+      if (rc == Z_STREAM_END) break;
+      if (rc != Z_OK && rc != Z_BUF_ERROR) throw std::runtime_error("png_from_scanlines: zlib's deflate failed");
+    }
+    png.resize(png.size() - z.avail_out);
+    end_chunk(at);
+    finished = rc == Z_STREAM_END;
+  }
+  end_chunk(begin_chunk("IEND", 0));
+  return png;
+}
+
+}  // namespace gpuconv::pipeline

@@ -1,0 +1,112 @@
+// GPU kernels of png_rows.hpp.
+#include "png_rows.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "fft/device/cuda_check.hpp"
+
+namespace gpuconv::pipeline {
+
+namespace {
+
+constexpr int block = 256;
+
+// PNG channel k of a pixel is stored channel stored_channel<C>(k): B and R swap places
+template <int C>
+__device__ __forceinline__ int stored_channel(int k) {
+  return (C >= 3 && k < 3) ? 2 - k : k;
+}
+
+// one thread a pixel: its C filtered bytes, and the row's filter byte for x = 0
+template <int C>
+__global__ void sub_rows_kernel(const std::uint8_t* __restrict__ in, long long height, long long width,
+                                std::uint8_t* __restrict__ out) {
+  const long long area = height * width, stride = 1 + width * C;
+  for (long long p = blockIdx.x * (long long)blockDim.x + threadIdx.x; p < area; p += (long long)gridDim.x * blockDim.x) {
+    const long long y = p / width, x = p - y * width;
+    const std::uint8_t* px = in + p * C;
+    std::uint8_t* o = out + y * stride + 1 + x * C;
+    if (x == 0) o[-1] = 1;
+#pragma unroll
+    for (int k = 0; k < C; ++k) {
+      const int s = stored_channel<C>(k);
+      o[k] = std::uint8_t(px[s] - (x > 0 ? px[s - C] : 0));
+    }
+  }
+}
+
+// one warp a row, 32 pixels at a time: Sub rows are a running sum per channel (modulo 256),
+// a warp scan of each 32 pixels plus the carry of the ones before
+template <int C>
+__global__ void unsub_rows_kernel(const std::uint8_t* __restrict__ rows, long long height, long long width,
+                                  std::uint8_t* __restrict__ out) {
+  const int lane = threadIdx.x & 31;
+  const long long stride = 1 + width * C;
+  const long long warps = ((long long)gridDim.x * blockDim.x) / 32;
+  for (long long y = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32; y < height; y += warps) {
+    const std::uint8_t* r = rows + y * stride;
+    const bool sub = r[0] == 1;
+    unsigned carry[C];
+#pragma unroll
+    for (int k = 0; k < C; ++k) carry[k] = 0;
+    for (long long x0 = 0; x0 < width; x0 += 32) {
+      const long long x = x0 + lane;
+      unsigned v[C];
+#pragma unroll
+      for (int k = 0; k < C; ++k) v[k] = x < width ? r[1 + x * C + k] : 0u;
+      if (sub) {
+#pragma unroll
+        for (int k = 0; k < C; ++k) {
+#pragma unroll
+          for (int d = 1; d < 32; d *= 2) {
+            const unsigned u = __shfl_up_sync(0xffffffffu, v[k], d);
+            if (lane >= d) v[k] += u;
+          }
+          v[k] += carry[k];
+          carry[k] = __shfl_sync(0xffffffffu, v[k], 31);
+        }
+      }
+      if (x < width) {
+        std::uint8_t* o = out + (y * width + x) * C;
+#pragma unroll
+        for (int k = 0; k < C; ++k) o[stored_channel<C>(k)] = std::uint8_t(v[k]);
+      }
+    }
+  }
+}
+
+unsigned grid_for(long long threads) { return (unsigned)std::clamp<long long>((threads + block - 1) / block, 1, 132LL * 32); }
+
+template <typename F>
+void dispatch_channels(int channels, F&& f) {
+  switch (channels) {
+    case 1: f(std::integral_constant<int, 1>{}); return;
+    case 3: f(std::integral_constant<int, 3>{}); return;
+    case 4: f(std::integral_constant<int, 4>{}); return;
+  }
+  throw std::invalid_argument("png_rows: " + std::to_string(channels) + " channels (1, 3 or 4)");
+}
+
+}  // namespace
+
+void png_sub_rows(const std::uint8_t* in, long long height, long long width, int channels, std::uint8_t* scanlines,
+                  cudaStream_t stream) {
+  if (height <= 0 || width <= 0) return;
+  dispatch_channels(channels, [&](auto c) {
+    sub_rows_kernel<decltype(c)::value><<<grid_for(height * width), block, 0, stream>>>(in, height, width, scanlines);
+  });
+  check_launch("pipeline::sub_rows_kernel");
+}
+
+void png_unsub_rows(const std::uint8_t* scanlines, long long height, long long width, int channels, std::uint8_t* out,
+                    cudaStream_t stream) {
+  if (height <= 0 || width <= 0) return;
+  dispatch_channels(channels, [&](auto c) {
+    unsub_rows_kernel<decltype(c)::value><<<grid_for(height * 32), block, 0, stream>>>(scanlines, height, width, out);
+  });
+  check_launch("pipeline::unsub_rows_kernel");
+}
+
+}  // namespace gpuconv::pipeline
