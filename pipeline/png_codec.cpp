@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 #include <string>
 
 namespace gpuconv::pipeline {
@@ -60,16 +61,10 @@ bool png_scanlines::none_or_sub() const {
 std::optional<png_scanlines> inflate_png(const unsigned char* file, std::size_t size) {
   if (size < 8 + 25 || std::memcmp(file, signature, 8) != 0) return std::nullopt;
   png_scanlines s;
-  z_stream z{};
-  bool z_open = false, header = false, ended = false, idat_seen = false, idat_closed = false, stream_end = false;
-  std::size_t expected = 0;
-  struct closer {
-    z_stream* z;
-    bool* open;
-    ~closer() {
-      if (*open) inflateEnd(z);
-    }
-  } close_z{&z, &z_open};
+  // the chunks first: IHDR, every CRC, the IDAT chunks' data (one after another), IEND
+  std::vector<std::pair<const unsigned char*, std::size_t>> idat;
+  bool header = false, ended = false, idat_closed = false;
+  std::size_t expected = 0, compressed = 0;
   for (std::size_t at = 8; at < size && !ended;) {
     if (size - at < 12) return std::nullopt;
     const std::uint32_t length = be32(file + at);
@@ -92,41 +87,61 @@ std::optional<png_scanlines> inflate_png(const unsigned char* file, std::size_t 
       if (expected > (std::size_t(1) << 34)) return std::nullopt;
       header = true;
     } else if (is_type(type, "IDAT")) {
-      if (idat_closed || stream_end) return std::nullopt;  // IDAT chunks follow one another; nothing after the stream
-      if (!idat_seen) {
-        s.rows.resize(expected);
-        if (inflateInit(&z) != Z_OK) return std::nullopt;
-        z_open = true;
-        idat_seen = true;
-      }
-      z.next_in = const_cast<unsigned char*>(data);
-      z.avail_in = length;
-      while (z.avail_in > 0) {
-        unsigned char spare;  // where the rows are all there: room for a byte too many
-        const std::size_t room = expected - std::size_t(z.total_out);
-        z.next_out = room > 0 ? s.rows.data() + z.total_out : &spare;
-        z.avail_out = room > 0 ? (uInt)std::min<std::size_t>(room, 1u << 30) : 1u;
-        const int rc = inflate(&z, Z_NO_FLUSH);
-        if (std::size_t(z.total_out) > expected) return std::nullopt;  // longer than the image
-        if (rc == Z_STREAM_END) {
-          if (std::size_t(z.total_out) != expected || z.avail_in > 0) return std::nullopt;  // short, or data after it
-          stream_end = true;
-          break;
-        }
-        if (rc != Z_OK) return std::nullopt;
-      }
+      if (idat_closed) return std::nullopt;  // IDAT chunks follow one another
+      idat.emplace_back(data, std::size_t(length));
+      compressed += length;
     } else if (is_type(type, "IEND")) {
       ended = true;
     } else {
-      idat_closed = idat_seen;
+      idat_closed = !idat.empty();
       // critical chunks (upper-case first letter: PLTE, ...) and transparency change the
       // decoded pixels: OpenCV decodes those files
       if ((type[0] & 0x20) == 0 || is_type(type, "tRNS")) return std::nullopt;
     }
     at += 12 + std::size_t(length);
   }
-  if (!ended || !stream_end) return std::nullopt;
-  return s;
+  if (!ended || idat.empty()) return std::nullopt;
+  // One inflate call over the whole stream: zlib copies up to 32 KB of output into its window
+  // at the end of every call, and a call per IDAT chunk (libpng writes 8 KB chunks: 238 for a
+  // 1024^2 RGB image) took 12.3 ms an image against 11.6-12.0 (Zen 5 core)
+  thread_local std::vector<unsigned char> joined;
+  const unsigned char* in = idat.front().first;
+  if (idat.size() > 1) {
+    joined.resize(compressed);
+    std::size_t at = 0;
+    for (const auto& [p, n] : idat) {
+      std::memcpy(joined.data() + at, p, n);
+      at += n;
+    }
+    in = joined.data();
+  }
+  s.rows.resize(expected);
+  z_stream z{};
+  if (inflateInit(&z) != Z_OK) return std::nullopt;
+  struct closer {
+    z_stream* z;
+    ~closer() { inflateEnd(z); }
+  } close_z{&z};
+  z.next_in = const_cast<unsigned char*>(in);
+  std::size_t in_left = compressed;
+  for (;;) {
+    unsigned char spare;  // where the rows are all there: room for a byte too many
+    const std::size_t room = expected - std::size_t(z.total_out);
+    z.next_out = room > 0 ? s.rows.data() + z.total_out : &spare;
+    z.avail_out = room > 0 ? (uInt)std::min<std::size_t>(room, 1u << 30) : 1u;
+    if (z.avail_in == 0) {
+      z.avail_in = (uInt)std::min<std::size_t>(in_left, 1u << 30);
+      in_left -= z.avail_in;
+    }
+    const int rc = inflate(&z, Z_NO_FLUSH);
+    if (std::size_t(z.total_out) > expected) return std::nullopt;  // longer than the image
+    if (rc == Z_STREAM_END) {
+      // short, or data after the stream's end
+      if (std::size_t(z.total_out) != expected || z.avail_in > 0 || in_left > 0) return std::nullopt;
+      return s;
+    }
+    if (rc != Z_OK || (z.avail_in == 0 && in_left == 0)) return std::nullopt;  // damaged, or the stream ends early
+  }
 }
 
 bool unfilter_png(const png_scanlines& s, unsigned char* out) {

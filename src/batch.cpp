@@ -656,7 +656,10 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
             // a JPEG the GPU did not decode: libjpeg decodes it (and reports damage) as always
             if (std::holds_alternative<jpeg_file>(w->image)) w->image = read_image(items[w->index].input);
             if (auto* p = std::get_if<png_input>(&w->image)) {
-              keep_png(cw->run_gpu_png(p->scanlines, png_out));
+              if (jpeg_out)
+                keep(cw->run_gpu_to_jpeg(p->scanlines));
+              else
+                keep_png(cw->run_gpu_png(p->scanlines, png_out));
             } else {
               const cv::Mat& m = std::get<cv::Mat>(w->image);
               if (jpeg_out)

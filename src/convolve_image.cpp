@@ -462,6 +462,20 @@ convolver::jpeg_output convolver::run_gpu_to_jpeg(const cv::Mat& image) {
   return o;
 }
 
+convolver::jpeg_output convolver::run_gpu_to_jpeg(const pipeline::png_scanlines& in) {
+  jpeg_output o;
+  o.decoded = true;
+#ifdef GPUCONV_HAVE_NVJPEG
+  if (in.channels == 3 && output_cv_depth(settings_.depth, CV_8U) == CV_8U && gpu_jpeg_encoder_ready() &&
+      fits_gpu_stage(in.height, in.width, CV_8U, 3)) {
+    encode_on_gpu(gpu().pixels.upload_png(in.rows.data(), in.height, in.width, 3), o, nullptr);
+    return o;
+  }
+#endif
+  o.image = run_gpu_png(in, false).image;
+  return o;
+}
+
 void convolver::encode_on_gpu(const pipeline::stored_image& in, jpeg_output& o, stage_times* times) {
 #ifdef GPUCONV_HAVE_NVJPEG
   gpu_stage& g = gpu();

@@ -177,6 +177,8 @@ class convolver {
   // A decoded image whose output is a JPEG: on the GPU, and encoded there when nvJPEG is
   // encoder is up and the output is 8-bit BGR (else as run_gpu, encoded by the caller).
   jpeg_output run_gpu_to_jpeg(const cv::Mat& image);
+  // The same for a PNG's scanlines (run_gpu_png): unfiltered on the GPU, then as above.
+  jpeg_output run_gpu_to_jpeg(const pipeline::png_scanlines& in);
   // One image already decoded on the GPU (planar BGR, 3 planes of height x width in device
   // memory, complete: the decoder's stream was waited for): convolve, then encode or download.
   jpeg_output run_gpu_decoded(const unsigned char* planes, int height, int width, bool encode,

@@ -435,6 +435,14 @@ TEST_CASE("GPU PNG: scanlines unfiltered and filtered on the GPU, the same image
     REQUIRE(mixed.none_or_sub());
     equal(gpu.run_gpu_png(mixed, false).image.image);
   }
+  SECTION("scanlines in, a JPEG out: the same bytes as from the decoded image") {
+    (void)convolver::gpu_jpeg_available();  // nvJPEG loaded (where it is) before either call
+    const auto from_png = gpu.run_gpu_to_jpeg(*scan);
+    const auto from_mat = gpu.run_gpu_to_jpeg(in);
+    CHECK(from_png.encoded == from_mat.encoded);
+    if (from_mat.encoded.empty()) equal(from_png.image.image);  // not encoded on the GPU (no nvJPEG, or not BGR)
+    if (type == CV_8UC3 && convolver::gpu_jpeg_available()) CHECK_FALSE(from_png.encoded.empty());
+  }
   SECTION("--png-level given: OpenCV encodes (an image comes back)") {
     convolve_settings s2 = s;
     s2.codec.png_level = 3;

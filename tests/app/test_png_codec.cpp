@@ -206,3 +206,29 @@ TEST_CASE("png_codec: files OpenCV must decode (or reject) are not taken", "[app
     CHECK(same(mine, img));
   }
 }
+
+TEST_CASE("png_codec: a stream over many IDAT chunks (libpng's 8 KB each)", "[app]") {
+  const cv::Mat img = test::test_image(256, 192, CV_8UC3, 8);
+  const auto bytes = png_of(img);
+  int chunks = 0;
+  for (std::size_t at = 8; at + 12 <= bytes.size();) {
+    const std::size_t n = (std::size_t(bytes[at]) << 24) | (std::size_t(bytes[at + 1]) << 16) |
+                          (std::size_t(bytes[at + 2]) << 8) | bytes[at + 3];
+    chunks += std::memcmp(bytes.data() + at + 4, "IDAT", 4) == 0;
+    at += 12 + n;
+  }
+  INFO(chunks << " IDAT chunks");
+  REQUIRE(chunks >= 3);
+  const auto s = pipeline::inflate_png(bytes.data(), bytes.size());
+  REQUIRE(s);
+  cv::Mat mine(img.size(), img.type());
+  REQUIRE(pipeline::unfilter_png(*s, mine.data));
+  CHECK(same(mine, img));
+  // an IDAT chunk dropped from the middle: refused
+  auto b = bytes;
+  const std::size_t first = chunk_at(b, "IDAT");
+  const std::size_t n = (std::size_t(b[first]) << 24) | (std::size_t(b[first + 1]) << 16) |
+                        (std::size_t(b[first + 2]) << 8) | b[first + 3];
+  b.erase(b.begin() + long(first), b.begin() + long(first + 12 + n));
+  CHECK_FALSE(pipeline::inflate_png(b.data(), b.size()));
+}
