@@ -168,6 +168,16 @@ void gpu_convolver::download_png(void* host, long long out_h, long long out_w, i
   copy_down(host, scanlines_.data(), bytes);
 }
 
+bool gpu_convolver::download_png_zlib(std::vector<unsigned char>& zlib, long long out_h, long long out_w, int channels) {
+  const std::size_t bytes = std::size_t(png_scanline_bytes(out_h, out_w, channels));
+  if (bytes > gpu_deflate::max_input) return false;
+  scanlines_.reserve(bytes);
+  png_sub_rows(output_.data(), out_h, out_w, channels, scanlines_.data(), stream());
+  if (!deflate_) deflate_ = std::make_unique<gpu_deflate>();
+  return deflate_->run(scanlines_.data(), bytes, stream(), zlib,
+                       [&](void* host, const unsigned char* device, std::size_t n) { copy_down(host, device, n); });
+}
+
 void gpu_convolver::copy_down(void* host, const unsigned char* device, std::size_t bytes) {
   auto* dst = static_cast<unsigned char*>(host);
   if (!pinned_download()) {

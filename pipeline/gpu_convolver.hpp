@@ -18,6 +18,7 @@
 #include "fft/device/buffer.hpp"
 #include "pixels.hpp"
 #include "plan_cache.hpp"
+#include "png_deflate.hpp"
 
 namespace gpuconv::pipeline {
 
@@ -73,6 +74,10 @@ class gpu_convolver {
   // it) filtered with Sub on the GPU, copied to `host`: png_scanline_bytes(out_h, out_w,
   // channels) bytes; waits for them.
   void download_png(void* host, long long out_h, long long out_w, int channels);
+  // The same scanlines compressed on the GPU (png_deflate.hpp) into a zlib stream for a PNG's
+  // IDAT, copied to `zlib`; false where the GPU's code came out incomplete (then nothing was
+  // copied: download_png and the CPU's deflate instead). Waits for it.
+  bool download_png_zlib(std::vector<unsigned char>& zlib, long long out_h, long long out_w, int channels);
   // Threads that copy between the pinned staging and the caller's memory (default 1; one
   // thread moves 6-10 GB/s, PCIe ~50).
   void set_copy_threads(int threads) { copy_threads_ = threads < 1 ? 1 : threads; }
@@ -94,6 +99,7 @@ class gpu_convolver {
   void copy_down(void* host, const unsigned char* device, std::size_t bytes);
 
   device_buffer<unsigned char> input_, output_, scanlines_;
+  std::unique_ptr<gpu_deflate> deflate_;  // made at the first download_png_zlib
   device_buffer<float> planes_, result_;
   device_buffer<unsigned long long> clipped_;
   pinned_buffer staging_[2];

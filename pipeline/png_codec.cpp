@@ -187,6 +187,39 @@ bool unfilter_png(const png_scanlines& s, unsigned char* out) {
   return true;
 }
 
+std::vector<unsigned char> png_from_zlib(const unsigned char* zlib, std::size_t size, int height, int width,
+                                         int channels) {
+  if (height < 1 || width < 1 || (channels != 1 && channels != 3 && channels != 4))
+    throw std::invalid_argument("png_from_zlib: " + std::to_string(height) + " x " + std::to_string(width) + " x " +
+                                std::to_string(channels));
+  const std::size_t chunk_max = std::size_t(1) << 28;
+  std::vector<unsigned char> png;
+  png.reserve(8 + 25 + size + 12 * (size / chunk_max + 1) + 12);
+  png.insert(png.end(), signature, signature + 8);
+  auto chunk = [&](const char* type, const unsigned char* data, std::size_t length) {
+    const std::size_t at = png.size();
+    png.resize(at + 8);
+    put_be32(png, at, std::uint32_t(length));
+    std::memcpy(png.data() + at + 4, type, 4);
+    png.insert(png.end(), data, data + length);
+    const std::uint32_t crc = chunk_crc(png.data() + at + 4, 4 + length);
+    png.resize(png.size() + 4);
+    put_be32(png, png.size() - 4, crc);
+  };
+  unsigned char ihdr[13];
+  for (int k = 0; k < 4; ++k) {
+    ihdr[k] = (unsigned char)(std::uint32_t(width) >> (24 - 8 * k));
+    ihdr[4 + k] = (unsigned char)(std::uint32_t(height) >> (24 - 8 * k));
+  }
+  ihdr[8] = 8;
+  ihdr[9] = (unsigned char)colour_type_of(channels);
+  ihdr[10] = ihdr[11] = ihdr[12] = 0;
+  chunk("IHDR", ihdr, 13);
+  for (std::size_t done = 0; done < size; done += chunk_max) chunk("IDAT", zlib + done, std::min(chunk_max, size - done));
+  chunk("IEND", nullptr, 0);
+  return png;
+}
+
 std::vector<unsigned char> png_from_scanlines(const unsigned char* rows, int height, int width, int channels) {
   if (height < 1 || width < 1 || (channels != 1 && channels != 3 && channels != 4))
     throw std::invalid_argument("png_from_scanlines: " + std::to_string(height) + " x " + std::to_string(width) +

@@ -36,4 +36,9 @@ bool unfilter_png(const png_scanlines& s, unsigned char* out);
 // default: Z_BEST_SPEED, Z_RLE), IEND.
 std::vector<unsigned char> png_from_scanlines(const unsigned char* rows, int height, int width, int channels);
 
+// A PNG file around `zlib`, a whole zlib stream of the image's scanlines (png_deflate.hpp):
+// the signature, IHDR, IDAT chunks of at most 256 MiB, IEND.
+std::vector<unsigned char> png_from_zlib(const unsigned char* zlib, std::size_t size, int height, int width,
+                                         int channels);
+
 }  // namespace gpuconv::pipeline

@@ -70,7 +70,8 @@ struct png_input {
 };
 // An output as PNG scanlines, filtered on the GPU: the encoder deflates them.
 struct png_output {
-  std::vector<unsigned char> scanlines;
+  std::vector<unsigned char> scanlines;  // or their zlib stream, compressed on the GPU
+  bool zlib;
   int height, width, channels;
   long long clipped = 0;
 };
@@ -646,7 +647,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
           // the output as PNG scanlines, or the image (convolver::png_result)
           auto keep_png = [&](convolver::png_result r) {
             if (!r.scanlines.empty())
-              w->image = png_output{std::move(r.scanlines), r.height, r.width, r.channels, r.image.clipped};
+              w->image = png_output{std::move(r.scanlines), r.zlib, r.height, r.width, r.channels, r.image.clipped};
             else
               w->image = std::move(r.image);
           };
@@ -709,7 +710,9 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
           encoded = std::move(e->bytes);
           clipped = e->clipped;
         } else if (auto* p = std::get_if<png_output>(&w->image)) {
-          encoded = pipeline::png_from_scanlines(p->scanlines.data(), p->height, p->width, p->channels);
+          encoded = p->zlib ? pipeline::png_from_zlib(p->scanlines.data(), p->scanlines.size(), p->height, p->width,
+                                                      p->channels)
+                            : pipeline::png_from_scanlines(p->scanlines.data(), p->height, p->width, p->channels);
           encoded_channels = p->channels;
           clipped = p->clipped;
         } else {

@@ -344,6 +344,20 @@ void convolver::png_from_gpu(const pipeline::stored_image& in, png_result& r) {
   r.height = int(oh);
   r.width = int(ow);
   r.channels = in.channels;
+  static const bool deflate_on_gpu = [] {
+    const char* e = std::getenv("GPUCONV_PNG_DEFLATE");
+    return !(e && std::string(e) == "0");
+  }();
+  try {
+    if (deflate_on_gpu && g.pixels.download_png_zlib(r.scanlines, oh, ow, in.channels)) {
+      r.zlib = true;
+      return;
+    }
+  } catch (const std::exception&) {
+    // its buffers did not fit the device (a large image beside other work): zlib on the CPU
+    (void)cudaGetLastError();
+  }
+  r.scanlines.clear();
   r.scanlines.resize(std::size_t(pipeline::png_scanline_bytes(oh, ow, in.channels)));
   g.pixels.download_png(r.scanlines.data(), oh, ow, in.channels);
 }

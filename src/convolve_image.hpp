@@ -150,9 +150,12 @@ class convolver {
   // that will be a PNG written with OpenCV's default settings (--png-level not given; 8-bit
   // gray, BGR or BGRA) comes back as Sub-filtered scanlines for pipeline::png_from_scanlines,
   // any other as run_gpu's image. GPUCONV_PNG_GPU=0 turns both directions off (measurements).
+  // The scanlines come compressed on the GPU as well (pipeline/png_deflate.hpp: a zlib stream
+  // for pipeline::png_from_zlib) unless GPUCONV_PNG_DEFLATE=0 (then zlib's deflate on the CPU).
   struct png_result {
     output_image image;                   // when no scanlines (image.clipped in either case)
     std::vector<unsigned char> scanlines;  // the output's, when it is a PNG as above
+    bool zlib = false;                     // scanlines holds their zlib stream
     int height = 0, width = 0, channels = 0;
   };
   static bool png_on_gpu();

@@ -14,11 +14,13 @@
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <zlib.h>
 
 #include "convolve_image.hpp"
 #include "errors.hpp"
 #include "fft/device/cuda_check.hpp"
 #include "jpeg_header.hpp"
+#include "png_deflate.hpp"
 #include "support.hpp"
 
 using namespace gpuconv;
@@ -396,7 +398,9 @@ TEST_CASE("GPU PNG: scanlines unfiltered and filtered on the GPU, the same image
   REQUIRE(scan->none_or_sub());
   auto read_back = [](const convolver::png_result& r) {
     REQUIRE_FALSE(r.scanlines.empty());
-    const auto png = pipeline::png_from_scanlines(r.scanlines.data(), r.height, r.width, r.channels);
+    CHECK(r.zlib);  // compressed on the GPU (GPUCONV_PNG_DEFLATE not set)
+    const auto png = r.zlib ? pipeline::png_from_zlib(r.scanlines.data(), r.scanlines.size(), r.height, r.width, r.channels)
+                            : pipeline::png_from_scanlines(r.scanlines.data(), r.height, r.width, r.channels);
     return cv::imdecode(png, cv::IMREAD_UNCHANGED);
   };
   auto equal = [&](const cv::Mat& got) {
@@ -451,4 +455,112 @@ TEST_CASE("GPU PNG: scanlines unfiltered and filtered on the GPU, the same image
     CHECK(r.scanlines.empty());
     equal(r.image.image);
   }
+}
+
+namespace {
+
+// n bytes through gpu_deflate, back through zlib's inflate
+struct deflated {
+  bool ok = false;
+  std::vector<unsigned char> zlib, back;
+  int rc = 0;
+};
+
+deflated gpu_deflate_round_trip(const std::vector<unsigned char>& data) {
+  deflated d;
+  unsigned char* dev = nullptr;
+  REQUIRE(cudaMalloc(&dev, data.size()) == cudaSuccess);
+  REQUIRE(cudaMemcpy(dev, data.data(), data.size(), cudaMemcpyHostToDevice) == cudaSuccess);
+  pipeline::gpu_deflate deflate;
+  d.ok = deflate.run(dev, data.size(), nullptr, d.zlib, [](void* host, const unsigned char* device, std::size_t n) {
+    REQUIRE(cudaMemcpy(host, device, n, cudaMemcpyDeviceToHost) == cudaSuccess);
+  });
+  cudaFree(dev);
+  d.back.resize(data.size() + 1);
+  uLongf n = uLongf(d.back.size());
+  d.rc = uncompress(d.back.data(), &n, d.zlib.data(), uLong(d.zlib.size()));
+  d.back.resize(n);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("GPU deflate: zlib inflates what it makes, runs of every length, any bytes", "[app][gpu][pipeline]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  std::vector<std::pair<std::string, std::vector<unsigned char>>> inputs;
+  for (std::size_t n : {1, 2, 3, 4, 5, 257, 258, 259, 260, 261, 262, 516, 517, 518, 519, 520, 1000, 100000})
+    inputs.push_back({"zeros " + std::to_string(n), std::vector<unsigned char>(n, 0)});
+  {
+    std::vector<unsigned char> v(256 * 3);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = (unsigned char)(i / 3);  // every value, runs of 3
+    inputs.push_back({"every byte value", v});
+  }
+  cv::RNG rng(29);
+  for (int k = 0; k < 6; ++k) {
+    // runs of random lengths (1..700: across 258 and 516) of random values, some of them equal
+    std::vector<unsigned char> v;
+    while (v.size() < std::size_t(50000 * (k + 1))) {
+      const int len = rng.uniform(0, 10) < 7 ? rng.uniform(1, 5) : rng.uniform(1, 701);
+      v.insert(v.end(), std::size_t(len), (unsigned char)rng.uniform(0, k < 3 ? 4 : 256));
+    }
+    inputs.push_back({"random runs " + std::to_string(k), v});
+  }
+  {
+    std::vector<unsigned char> v(1 << 20);
+    for (auto& b : v) b = (unsigned char)rng.uniform(0, 256);  // noise: every code long, no matches
+    inputs.push_back({"noise", v});
+  }
+  {
+    // skewed: a few very frequent symbols and many rare ones (long codes, the 15-bit limit)
+    std::vector<unsigned char> v;
+    for (int i = 0; i < 300000; ++i) {
+      const double u = rng.uniform(0.0, 1.0);
+      v.push_back((unsigned char)(u < 0.9 ? 0 : u < 0.99 ? 1 + i % 3 : int(u * 1e6) % 256));
+    }
+    inputs.push_back({"skewed", v});
+  }
+  {
+    // Fibonacci counts: byte k (k < 26) k-th Fibonacci number times, shuffled: a Huffman tree
+    // 25 deep, so the 15-bit limit's repair runs
+    std::vector<unsigned char> v;
+    std::uint64_t f0 = 1, f1 = 1;
+    for (int k = 0; k < 26; ++k, f1 += f0, f0 = f1 - f0) v.insert(v.end(), std::size_t(f0), (unsigned char)(7 * k + 1));
+    for (std::size_t i = v.size() - 1; i > 0; --i) std::swap(v[i], v[std::size_t(rng.uniform(0, int(i + 1)))]);
+    inputs.push_back({"Fibonacci counts", v});
+  }
+  for (const auto& [name, data] : inputs) {
+    INFO(name << ", " << data.size() << " bytes");
+    const deflated d = gpu_deflate_round_trip(data);
+    REQUIRE(d.ok);
+    CHECK(d.rc == Z_OK);
+    const bool same_bytes = d.back == data;  // (not the vectors themselves in the report: megabytes)
+    INFO(d.back.size() << " bytes back from " << d.zlib.size());
+    CHECK(same_bytes);
+  }
+}
+
+TEST_CASE("GPU deflate: the bench's PNG scanlines within a few percent of zlib's level-1 RLE size", "[app][gpu][pipeline]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  const cv::Mat img = photo(512, 768, 13);
+  std::vector<unsigned char> file;
+  REQUIRE(cv::imencode(".png", img, file));
+  const auto scan = pipeline::inflate_png(file.data(), file.size());
+  REQUIRE(scan);
+  const deflated d = gpu_deflate_round_trip(scan->rows);
+  REQUIRE(d.ok);
+  const bool same_bytes = d.back == scan->rows;
+  CHECK(same_bytes);
+  // zlib, level 1, Z_RLE: OpenCV's setting
+  z_stream z{};
+  REQUIRE(deflateInit2(&z, 1, Z_DEFLATED, 15, 8, Z_RLE) == Z_OK);
+  std::vector<unsigned char> out(deflateBound(&z, uLong(scan->rows.size())));
+  z.next_in = const_cast<unsigned char*>(scan->rows.data());
+  z.avail_in = uInt(scan->rows.size());
+  z.next_out = out.data();
+  z.avail_out = uInt(out.size());
+  REQUIRE(deflate(&z, Z_FINISH) == Z_STREAM_END);
+  const double ratio = double(d.zlib.size()) / double(z.total_out);
+  deflateEnd(&z);
+  INFO("GPU " << d.zlib.size() << " bytes, zlib " << z.total_out << " (" << ratio << "x)");
+  CHECK(ratio < 1.05);
 }

@@ -232,3 +232,18 @@ TEST_CASE("png_codec: a stream over many IDAT chunks (libpng's 8 KB each)", "[ap
   b.erase(b.begin() + long(first), b.begin() + long(first + 12 + n));
   CHECK_FALSE(pipeline::inflate_png(b.data(), b.size()));
 }
+
+TEST_CASE("png_codec: a PNG around a zlib stream of the scanlines reads back as the image", "[app]") {
+  const int type = GENERATE(CV_8UC1, CV_8UC3, CV_8UC4);
+  const cv::Mat img = test::test_image(37, 53, type, 4);
+  const auto rows = scanlines_of(img, true);
+  std::vector<unsigned char> z(compressBound(uLong(rows.size())));
+  uLongf zn = uLongf(z.size());
+  REQUIRE(compress2(z.data(), &zn, rows.data(), uLong(rows.size()), 1) == Z_OK);
+  const auto png = pipeline::png_from_zlib(z.data(), zn, img.rows, img.cols, img.channels());
+  INFO("type " << type);
+  CHECK(same(decoded(png), img));
+  const auto s = pipeline::inflate_png(png.data(), png.size());
+  REQUIRE(s);
+  CHECK(s->rows == rows);
+}
