@@ -279,7 +279,17 @@ int run_convolve(const cli_options& o, std::ostream& err) {
     wait_init();
     if (!c) c.emplace(std::move(k), s);
     try {
-      if (cuda) {
+      if (cuda && is_png_name(out) && c->png_on_gpu()) {
+        // a PNG output: filtered and deflated on the GPU where it can be (convolver::run_gpu_png)
+        convolver::png_result r = c->run_gpu_png(image, true);
+        timer.mark("upload+convolve+PNG", r.scanlines.empty() ? "GPU" : r.zlib ? "GPU: filter, deflate" : "GPU: filter");
+        if (!r.scanlines.empty()) {
+          encoded = r.zlib ? pipeline::png_from_zlib(r.scanlines.data(), r.scanlines.size(), r.height, r.width, r.channels)
+                           : pipeline::png_from_scanlines(r.scanlines.data(), r.height, r.width, r.channels);
+          timer.mark("encode", r.zlib ? "CPU: the PNG's chunks" : "CPU: zlib's deflate");
+        }
+        result = std::move(r.image);
+      } else if (cuda) {
         convolver::stage_times times;
         result = c->run_gpu(image, o.timing ? &times : nullptr);
         timer.add("upload", times.upload, "from pageable memory");

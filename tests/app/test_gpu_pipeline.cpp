@@ -564,3 +564,69 @@ TEST_CASE("GPU deflate: the bench's PNG scanlines within a few percent of zlib's
   INFO("GPU " << d.zlib.size() << " bytes, zlib " << z.total_out << " (" << ratio << "x)");
   CHECK(ratio < 1.05);
 }
+
+TEST_CASE("batch and one image on CUDA: PNGs inflated, unfiltered and deflated around the GPU, the CPU backend's pixels",
+          "[app][cli][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  namespace fs = std::filesystem;
+  test::scratch_dir dir;
+  const fs::path in = dir / "in";
+  fs::create_directories(in);
+  // gray, BGR, BGRA, 16-bit (OpenCV's path), OpenCV's Sub rows and libpng's adaptive filters,
+  // odd sizes; one damaged file
+  const cv::Mat img = photo(97, 131, 3);
+  cv::Mat gray, bgra, wide;
+  cv::cvtColor(img, gray, cv::COLOR_BGR2GRAY);
+  cv::cvtColor(img, bgra, cv::COLOR_BGR2BGRA);
+  for (int y = 0; y < bgra.rows; ++y)
+    for (int x = 0; x < bgra.cols; ++x) bgra.at<cv::Vec4b>(y, x)[3] = (unsigned char)(255 - (x + 2 * y) % 150);
+  img.convertTo(wide, CV_16UC3, 257.0);
+  REQUIRE(cv::imwrite((in / "gray.png").string(), gray));
+  REQUIRE(cv::imwrite((in / "bgr.png").string(), img));
+  REQUIRE(cv::imwrite((in / "bgra.png").string(), bgra));
+  REQUIRE(cv::imwrite((in / "adaptive.png").string(), img, {cv::IMWRITE_PNG_COMPRESSION, 9}));
+  REQUIRE(cv::imwrite((in / "wide.png").string(), wide));
+  REQUIRE(cv::imwrite((in / "tall.png").string(), photo(301, 17, 8)));
+  {
+    std::vector<unsigned char> b;
+    REQUIRE(cv::imencode(".png", photo(64, 64, 5), b));
+    b[b.size() / 2] ^= 0x5a;  // inside the IDAT data: a CRC error
+    std::FILE* f = std::fopen((in / "damaged.png").string().c_str(), "wb");
+    REQUIRE(f);
+    std::fwrite(b.data(), 1, b.size(), f);
+    std::fclose(f);
+  }
+  auto run = [&](std::vector<std::string> args) {
+    const auto r = test::run_gpuconv(args, dir.path());
+    INFO(r.err);
+    return r;
+  };
+  const auto cpu = run({"batch", in.string(), "gaussian:2", (dir / "cpu").string(), "--device", "cpu", "-q"});
+  const auto gpu = run({"batch", in.string(), "gaussian:2", (dir / "gpu").string(), "--device", "cuda", "-q"});
+  // the damaged file fails the same way on both, the others are done
+  CHECK(cpu.exit_code == gpu.exit_code);
+  CHECK(cpu.exit_code != 0);
+  CHECK(gpu.err.find("damaged.png") != std::string::npos);
+  CHECK(gpu.err.find("done 6, skipped 0, failed 1") != std::string::npos);
+  for (const char* name : {"gray.png", "bgr.png", "bgra.png", "adaptive.png", "wide.png", "tall.png"}) {
+    INFO(name);
+    const cv::Mat a = cv::imread((dir / "gpu" / name).string(), cv::IMREAD_UNCHANGED);
+    const cv::Mat b = cv::imread((dir / "cpu" / name).string(), cv::IMREAD_UNCHANGED);
+    REQUIRE_FALSE(a.empty());
+    const diff d = compare(a, b);
+    INFO("max " << d.max_abs << ", " << d.differing << " of " << d.total << " differ");
+    CHECK(d.max_abs <= 1);
+    CHECK(d.differing * 100 <= d.total);
+  }
+  // one image, PNG out: deflated on the GPU, the same pixels as the batch's
+  for (const char* name : {"bgr.png", "bgra.png", "gray.png"}) {
+    const fs::path out = dir / (std::string("one-") + name);
+    const auto r = run({(in / name).string(), "gaussian:2", out.string(), "--device", "cuda", "-q"});
+    INFO(name << ": " << r.err);
+    REQUIRE(r.exit_code == 0);
+    const cv::Mat a = cv::imread(out.string(), cv::IMREAD_UNCHANGED);
+    const cv::Mat b = cv::imread((dir / "gpu" / name).string(), cv::IMREAD_UNCHANGED);
+    REQUIRE_FALSE(a.empty());
+    CHECK(cv::norm(a, b, cv::NORM_INF) == 0);
+  }
+}
