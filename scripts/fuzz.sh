@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets in fuzz/ with clang (-fsanitize=fuzzer,address,undefined) and
 # runs each for SECONDS seconds (default 60; 0: build, then run the seed corpus once).
-#   scripts/fuzz.sh [SECONDS] [TARGET...]     targets: kernel_text named_kernel cli_args
+#   scripts/fuzz.sh [SECONDS] [TARGET...]     targets: kernel_text named_kernel cli_args png_scanlines
 # Only host-side sources are compiled (src/kernel_io.cpp, named_kernels.cpp, cli.cpp, and what
 # kernel_io now reaches for PSF stacks: stack_io, atomic_write, image_io, interrupt,
-# jpeg_strips): the parsers need no GPU; the CUDA headers that conv/plan.hpp includes are taken from
+# jpeg_strips) and PNG's CPU side for the GPU pipeline (pipeline/png_codec.cpp, zlib): the parsers need no GPU; the CUDA headers that conv/plan.hpp includes are taken from
 # $CUDA_HOME/include (headers only, nothing of CUDA is linked).
 # Work files go to build-fuzz/: the growing corpus in build-fuzz/corpus/<target> (the seeds in
 # fuzz/corpus/<target> are read, never written), crash reproducers in build-fuzz/artifacts/,
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(kernel_text named_kernel cli_args)
+[ ${#targets[@]} -gt 0 ] || targets=(kernel_text named_kernel cli_args png_scanlines)
 cxx=${CXX_FUZZ:-clang++}
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 out=build-fuzz
@@ -30,7 +30,7 @@ cuda_include=()
 read -r -a opencv_flags <<<"$(pkg-config --cflags opencv4)"
 flags=(-std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
        -fno-sanitize-recover=undefined -DGPUCONV_VERSION=\"fuzz\" -Isrc -Ipipeline -I. "${cuda_include[@]}" "${opencv_flags[@]}")
-libs=(-lopencv_imgcodecs -lopencv_core -lpthread)
+libs=(-lopencv_imgcodecs -lopencv_core -lz -lpthread)
 
 # the app-layer sources the parsers need, compiled once with the fuzzing instrumentation
 objects=()
@@ -42,6 +42,12 @@ for src in kernel_io named_kernels cli stack_io atomic_write image_io interrupt 
   fi
   objects+=("$obj")
 done
+obj="$out/obj/png_codec.o"
+if [ ! -f "$obj" ] || [ pipeline/png_codec.cpp -nt "$obj" ] || [ pipeline/png_codec.hpp -nt "$obj" ]; then
+  echo "fuzz.sh: compiling pipeline/png_codec.cpp"
+  nice -n "${NICE:-10}" "$cxx" "${flags[@]}" -c pipeline/png_codec.cpp -o "$obj"
+fi
+objects+=("$obj")
 for t in "${targets[@]}"; do
   echo "fuzz.sh: building fuzz_$t"
   nice -n "${NICE:-10}" "$cxx" "${flags[@]}" -fsanitize=fuzzer "fuzz/fuzz_$t.cpp" "${objects[@]}" "${libs[@]}" -o "$out/fuzz_$t"
