@@ -171,6 +171,13 @@ void gpu_convolver::download_png(void* host, long long out_h, long long out_w, i
 bool gpu_convolver::download_png_zlib(std::vector<unsigned char>& zlib, long long out_h, long long out_w, int channels) {
   const std::size_t bytes = std::size_t(png_scanline_bytes(out_h, out_w, channels));
   if (bytes > gpu_deflate::max_input) return false;
+  // the deflate's buffers (~16 bytes a byte) only where they take at most a quarter of the free
+  // memory (a large image on a small GPU: the CPU's deflate, rather than a failed allocation)
+  if (!deflate_ || deflate_->held_input() < bytes) {
+    std::size_t free_bytes = 0, total = 0;
+    if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) return false;
+    if (gpu_deflate::device_bytes(bytes) > free_bytes / 4) return false;
+  }
   scanlines_.reserve(bytes);
   png_sub_rows(output_.data(), out_h, out_w, channels, scanlines_.data(), stream());
   if (!deflate_) deflate_ = std::make_unique<gpu_deflate>();
