@@ -652,7 +652,10 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
               w->image = std::move(r.image);
           };
           if (auto* d = std::get_if<device_jpeg>(&w->image)) {
-            keep(cw->run_gpu_decoded(d->planes.get(), d->height, d->width, jpeg_out, stats.on ? &times : nullptr));
+            if (png_out)
+              keep_png(cw->run_gpu_decoded_png(d->planes.get(), d->height, d->width));
+            else
+              keep(cw->run_gpu_decoded(d->planes.get(), d->height, d->width, jpeg_out, stats.on ? &times : nullptr));
           } else {
             // a JPEG the GPU did not decode: libjpeg decodes it (and reports damage) as always
             if (std::holds_alternative<jpeg_file>(w->image)) w->image = read_image(items[w->index].input);

@@ -476,6 +476,24 @@ convolver::jpeg_output convolver::run_gpu_to_jpeg(const cv::Mat& image) {
   return o;
 }
 
+convolver::png_result convolver::run_gpu_decoded_png(const unsigned char* planes, int height, int width) {
+  png_result r;
+  const conv::geometry geo = conv::make_geometry(height, width, kernel_.height, kernel_.width, settings_.semantics.mode);
+  if (!png_scanlines_out(CV_8U, 3) || geo.out_h < 1 || geo.out_w < 1) {
+    r.image = run_gpu_decoded(planes, height, width, false).image;
+    return r;
+  }
+  pipeline::stored_image in;
+  in.data = planes;
+  in.type = pipeline::sample::u8;
+  in.height = height;
+  in.width = width;
+  in.channels = 3;
+  in.at = pipeline::layout::planar(height, width);
+  png_from_gpu(in, r);
+  return r;
+}
+
 convolver::jpeg_output convolver::run_gpu_to_jpeg(const pipeline::png_scanlines& in) {
   jpeg_output o;
   o.decoded = true;

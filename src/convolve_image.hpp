@@ -162,6 +162,8 @@ class convolver {
   png_result run_gpu_png(const cv::Mat& image, bool png_out);
   // A PNG's inflated scanlines (every filter None or Sub): unfiltered on the GPU, then as above.
   png_result run_gpu_png(const pipeline::png_scanlines& in, bool png_out);
+  // A JPEG decoded on the GPU (as run_gpu_decoded) whose output is a PNG: as above.
+  png_result run_gpu_decoded_png(const unsigned char* planes, int height, int width);
 
   // CUDA backend with nvJPEG: whether JPEGs are decoded on the GPU (settings and library).
   bool gpu_jpeg() const;

@@ -447,6 +447,24 @@ TEST_CASE("GPU PNG: scanlines unfiltered and filtered on the GPU, the same image
     if (from_mat.encoded.empty()) equal(from_png.image.image);  // not encoded on the GPU (no nvJPEG, or not BGR)
     if (type == CV_8UC3 && convolver::gpu_jpeg_available()) CHECK_FALSE(from_png.encoded.empty());
   }
+#ifdef GPUCONV_HAVE_NVJPEG
+  SECTION("planar BGR on the device (a JPEG nvJPEG decoded), a PNG out: the same pixels") {
+    if (type == CV_8UC3) {
+      std::vector<cv::Mat> planes;
+      cv::split(in, planes);
+      const std::size_t area = std::size_t(in.rows) * std::size_t(in.cols);
+      unsigned char* dev = nullptr;
+      REQUIRE(cudaMalloc(&dev, 3 * area) == cudaSuccess);
+      for (int c = 0; c < 3; ++c)
+        REQUIRE(cudaMemcpy(dev + c * area, planes[std::size_t(c)].data, area, cudaMemcpyHostToDevice) == cudaSuccess);
+      const auto r = gpu.run_gpu_decoded_png(dev, in.rows, in.cols);
+      const auto image = gpu.run_gpu_decoded(dev, in.rows, in.cols, false).image.image;
+      cudaFree(dev);
+      equal(image);
+      equal(read_back(r));
+    }
+  }
+#endif
   SECTION("--png-level given: OpenCV encodes (an image comes back)") {
     convolve_settings s2 = s;
     s2.codec.png_level = 3;
