@@ -8,7 +8,9 @@
 //   upload (pinned, chunked) -> load_planes -> conv::plan::execute_device -> store_planes -> download (pinned, chunked)
 //
 // The JPEG path skips upload and download: nvJPEG decodes into input_buffer() and encodes
-// from output() (jpeg_gpu.hpp). Not thread-safe: one per worker thread.
+// from output() (jpeg_gpu.hpp). PNGs cross as their scanlines (upload_png: the filters undone
+// here) and leave as a zlib stream (download_png_zlib: filtered and deflated here; png_rows.hpp,
+// png_deflate.hpp). Not thread-safe: one per worker thread.
 #pragma once
 #include <cstddef>
 #include <memory>
