@@ -636,6 +636,21 @@ TEST_CASE("batch and one image on CUDA: PNGs inflated, unfiltered and deflated a
     CHECK(d.max_abs <= 1);
     CHECK(d.differing * 100 <= d.total);
   }
+  // over the device budget (10 kB: each of these needs more): the CPU undoes the filters, the
+  // plan's bands convolve, OpenCV encodes - the same pixels
+  ::setenv("GPUCONV_GPU_IMAGE_BUDGET", "10000", 1);
+  const auto banded = run({"batch", in.string(), "gaussian:2", (dir / "banded").string(), "--device", "cuda", "-q"});
+  ::unsetenv("GPUCONV_GPU_IMAGE_BUDGET");
+  CHECK(banded.err.find("done 6, skipped 0, failed 1") != std::string::npos);
+  for (const char* name : {"gray.png", "bgr.png", "bgra.png", "adaptive.png", "tall.png"}) {
+    INFO("banded " << name);
+    const cv::Mat a = cv::imread((dir / "banded" / name).string(), cv::IMREAD_UNCHANGED);
+    const cv::Mat b = cv::imread((dir / "gpu" / name).string(), cv::IMREAD_UNCHANGED);
+    REQUIRE_FALSE(a.empty());
+    const diff d = compare(a, b);
+    CHECK(d.max_abs <= 1);
+    CHECK(d.differing * 100 <= d.total);
+  }
   // one image, PNG out: deflated on the GPU, the same pixels as the batch's
   for (const char* name : {"bgr.png", "bgra.png", "gray.png"}) {
     const fs::path out = dir / (std::string("one-") + name);
