@@ -32,8 +32,10 @@ void check(const std::uint8_t* data, std::size_t size) {
   using namespace gpuconv::pipeline;
   const auto s = inflate_png(data, size);
   if (!s) return;
-  if (s->height < 1 || s->width < 1 || (s->channels != 1 && s->channels != 3 && s->channels != 4)) std::abort();
-  const std::size_t stride = 1 + std::size_t(s->width) * std::size_t(s->channels);
+  if (s->height < 1 || s->width < 1 || (s->channels != 1 && s->channels != 3 && s->channels != 4) ||
+      (s->depth != 8 && s->depth != 16))
+    std::abort();
+  const std::size_t stride = 1 + std::size_t(s->width) * std::size_t(s->pixel_bytes());
   if (s->rows.size() != std::size_t(s->height) * stride) std::abort();
   bool known = true, none_or_sub = true;
   for (int y = 0; y < s->height; ++y) {
@@ -41,12 +43,12 @@ void check(const std::uint8_t* data, std::size_t size) {
     none_or_sub = none_or_sub && s->rows[std::size_t(y) * stride] <= 1;
   }
   if (s->none_or_sub() != none_or_sub) std::abort();
-  std::vector<unsigned char> image(std::size_t(s->height) * std::size_t(s->width) * std::size_t(s->channels));
+  std::vector<unsigned char> image(std::size_t(s->height) * std::size_t(s->width) * std::size_t(s->pixel_bytes()));
   if (unfilter_png(*s, image.data()) != known) std::abort();
-  const auto png = png_from_scanlines(s->rows.data(), s->height, s->width, s->channels);
+  const auto png = png_from_scanlines(s->rows.data(), s->height, s->width, s->channels, s->depth);
   const auto back = inflate_png(png.data(), png.size());
   if (!back || back->rows != s->rows || back->height != s->height || back->width != s->width ||
-      back->channels != s->channels)
+      back->channels != s->channels || back->depth != s->depth)
     std::abort();
 }
 

@@ -98,15 +98,15 @@ stored_image gpu_convolver::upload(const void* host, sample type, int height, in
   return in;
 }
 
-stored_image gpu_convolver::upload_png(const void* scanlines, int height, int width, int channels) {
-  const std::size_t bytes = std::size_t(png_scanline_bytes(height, width, channels));
+stored_image gpu_convolver::upload_png(const void* scanlines, int height, int width, int channels, int depth) {
+  const std::size_t bytes = std::size_t(png_scanline_bytes(height, width, channels, depth));
   scanlines_.reserve(bytes);
   copy_up(scanlines_.data(), scanlines, bytes);
-  auto* device = static_cast<unsigned char*>(input_buffer(std::size_t(height) * width * channels));
-  png_unsub_rows(scanlines_.data(), height, width, channels, device, stream());
+  auto* device = static_cast<unsigned char*>(input_buffer(std::size_t(height) * width * channels * (depth / 8)));
+  png_unsub_rows(scanlines_.data(), height, width, channels, depth, device, stream());
   stored_image in;
   in.data = device;
-  in.type = sample::u8;
+  in.type = depth == 16 ? sample::u16 : sample::u8;
   in.height = height;
   in.width = width;
   in.channels = channels;
@@ -161,15 +161,16 @@ bool gpu_convolver::pinned_download() const { return forced_staging() == -1 ? pi
 
 void gpu_convolver::download(void* host, std::size_t bytes) { copy_down(host, output_.data(), bytes); }
 
-void gpu_convolver::download_png(void* host, long long out_h, long long out_w, int channels) {
-  const std::size_t bytes = std::size_t(png_scanline_bytes(out_h, out_w, channels));
+void gpu_convolver::download_png(void* host, long long out_h, long long out_w, int channels, int depth) {
+  const std::size_t bytes = std::size_t(png_scanline_bytes(out_h, out_w, channels, depth));
   scanlines_.reserve(bytes);
-  png_sub_rows(output_.data(), out_h, out_w, channels, scanlines_.data(), stream());
+  png_sub_rows(output_.data(), out_h, out_w, channels, depth, scanlines_.data(), stream());
   copy_down(host, scanlines_.data(), bytes);
 }
 
-bool gpu_convolver::download_png_zlib(std::vector<unsigned char>& zlib, long long out_h, long long out_w, int channels) {
-  const std::size_t bytes = std::size_t(png_scanline_bytes(out_h, out_w, channels));
+bool gpu_convolver::download_png_zlib(std::vector<unsigned char>& zlib, long long out_h, long long out_w, int channels,
+                                      int depth) {
+  const std::size_t bytes = std::size_t(png_scanline_bytes(out_h, out_w, channels, depth));
   if (bytes > gpu_deflate::max_input) return false;
   // the deflate's buffers (~16 bytes a byte) only where they take at most a quarter of the free
   // memory (a large image on a small GPU: the CPU's deflate, rather than a failed allocation)
@@ -179,7 +180,7 @@ bool gpu_convolver::download_png_zlib(std::vector<unsigned char>& zlib, long lon
     if (gpu_deflate::device_bytes(bytes) > free_bytes / 4) return false;
   }
   scanlines_.reserve(bytes);
-  png_sub_rows(output_.data(), out_h, out_w, channels, scanlines_.data(), stream());
+  png_sub_rows(output_.data(), out_h, out_w, channels, depth, scanlines_.data(), stream());
   if (!deflate_) deflate_ = std::make_unique<gpu_deflate>();
   return deflate_->run(scanlines_.data(), bytes, stream(), zlib,
                        [&](void* host, const unsigned char* device, std::size_t n) { copy_down(host, device, n); });

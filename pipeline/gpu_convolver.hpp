@@ -63,7 +63,7 @@ class gpu_convolver {
 
   // Copies a PNG's scanlines (png_codec.hpp; every row's filter None or Sub) through the pinned
   // staging and undoes their filter on the GPU into input_buffer (interleaved, BGR(A) or gray).
-  stored_image upload_png(const void* scanlines, int height, int width, int channels);
+  stored_image upload_png(const void* scanlines, int height, int width, int channels, int depth = 8);
 
   // Convolves `in` (device memory) into output(), laid out as out_at with samples out_type;
   // waits for the stream to read the clip count.
@@ -72,14 +72,15 @@ class gpu_convolver {
 
   // Copies `bytes` of output() to host memory through pinned staging; waits for it.
   void download(void* host, std::size_t bytes);
-  // PNG scanlines of output() (8-bit, interleaved BGR(A) or gray, out_h x out_w, as run() left
-  // it) filtered with Sub on the GPU, copied to `host`: png_scanline_bytes(out_h, out_w,
-  // channels) bytes; waits for them.
-  void download_png(void* host, long long out_h, long long out_w, int channels);
+  // PNG scanlines of output() (8- or 16-bit as `depth`, interleaved BGR(A) or gray, out_h x
+  // out_w, as run() left it) filtered with Sub on the GPU, copied to `host`:
+  // png_scanline_bytes(out_h, out_w, channels, depth) bytes; waits for them.
+  void download_png(void* host, long long out_h, long long out_w, int channels, int depth = 8);
   // The same scanlines compressed on the GPU (png_deflate.hpp) into a zlib stream for a PNG's
   // IDAT, copied to `zlib`; false where the GPU's code came out incomplete (then nothing was
   // copied: download_png and the CPU's deflate instead). Waits for it.
-  bool download_png_zlib(std::vector<unsigned char>& zlib, long long out_h, long long out_w, int channels);
+  bool download_png_zlib(std::vector<unsigned char>& zlib, long long out_h, long long out_w, int channels,
+                         int depth = 8);
   // Threads that copy between the pinned staging and the caller's memory (default 1; one
   // thread moves 6-10 GB/s, PCIe ~50).
   void set_copy_threads(int threads) { copy_threads_ = threads < 1 ? 1 : threads; }

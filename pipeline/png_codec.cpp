@@ -52,7 +52,7 @@ unsigned char paeth(int a, int b, int c) {
 }  // namespace
 
 bool png_scanlines::none_or_sub() const {
-  const std::size_t stride = 1 + std::size_t(width) * channels;
+  const std::size_t stride = 1 + std::size_t(width) * std::size_t(pixel_bytes());
   for (std::size_t y = 0; y < std::size_t(height); ++y)
     if (rows[y * stride] > 1) return false;
   return true;
@@ -73,17 +73,18 @@ std::optional<png_scanlines> inflate_png(const unsigned char* file, std::size_t 
     const unsigned char* data = type + 4;
     if (chunk_crc(type, 4 + std::size_t(length)) != be32(data + length)) return std::nullopt;
     if (!header) {
-      // IHDR first: 8-bit gray, RGB or RGBA, compression, filter method 0, not interlaced
+      // IHDR first: 8- or 16-bit gray, RGB or RGBA, compression, filter method 0, not interlaced
       if (!is_type(type, "IHDR") || length != 13) return std::nullopt;
       const std::uint32_t w = be32(data), h = be32(data + 4);
       const int depth = data[8], colour = data[9];
       s.channels = channels_of(colour);
-      if (w == 0 || h == 0 || w > (1u << 30) || h > (1u << 30) || depth != 8 || s.channels == 0 || data[10] != 0 ||
-          data[11] != 0 || data[12] != 0)
+      if (w == 0 || h == 0 || w > (1u << 30) || h > (1u << 30) || (depth != 8 && depth != 16) || s.channels == 0 ||
+          data[10] != 0 || data[11] != 0 || data[12] != 0)
         return std::nullopt;
       s.width = int(w);
       s.height = int(h);
-      expected = std::size_t(h) * (1 + std::size_t(w) * s.channels);
+      s.depth = depth;
+      expected = std::size_t(h) * (1 + std::size_t(w) * std::size_t(s.pixel_bytes()));
       if (expected > (std::size_t(1) << 34)) return std::nullopt;
       header = true;
     } else if (is_type(type, "IDAT")) {
@@ -148,9 +149,10 @@ std::optional<png_scanlines> inflate_png(const unsigned char* file, std::size_t 
 }
 
 bool unfilter_png(const png_scanlines& s, unsigned char* out) {
-  const int c = s.channels;
-  const std::size_t w = std::size_t(s.width), line = w * c, stride = 1 + line;
+  const int c = s.channels, b = s.depth / 8, bpp = c * b;  // bytes a sample, a pixel
+  const std::size_t w = std::size_t(s.width), line = w * std::size_t(bpp), stride = 1 + line;
   std::vector<unsigned char> previous(line, 0), current(line);
+  const std::size_t back = std::size_t(bpp);
   for (std::size_t y = 0; y < std::size_t(s.height); ++y) {
     const unsigned char* r = s.rows.data() + y * stride;
     const unsigned char* f = r + 1;
@@ -159,40 +161,42 @@ bool unfilter_png(const png_scanlines& s, unsigned char* out) {
     switch (r[0]) {
       case 0: std::memcpy(x, f, line); break;
       case 1:
-        for (std::size_t i = 0; i < line; ++i) x[i] = (unsigned char)(f[i] + (i >= std::size_t(c) ? x[i - c] : 0));
+        for (std::size_t i = 0; i < line; ++i) x[i] = (unsigned char)(f[i] + (i >= back ? x[i - back] : 0));
         break;
       case 2:
         for (std::size_t i = 0; i < line; ++i) x[i] = (unsigned char)(f[i] + up[i]);
         break;
       case 3:
         for (std::size_t i = 0; i < line; ++i)
-          x[i] = (unsigned char)(f[i] + ((i >= std::size_t(c) ? x[i - c] : 0) + up[i]) / 2);
+          x[i] = (unsigned char)(f[i] + ((i >= back ? x[i - back] : 0) + up[i]) / 2);
         break;
       case 4:
         for (std::size_t i = 0; i < line; ++i)
-          x[i] = (unsigned char)(f[i] + (i >= std::size_t(c) ? paeth(x[i - c], up[i], up[i - c]) : paeth(0, up[i], 0)));
+          x[i] = (unsigned char)(f[i] + (i >= back ? paeth(x[i - back], up[i], up[i - back]) : paeth(0, up[i], 0)));
         break;
       default: return false;
     }
+    // PNG's RGB(A) to OpenCV's BGR(A); 16-bit samples from big-endian to the host's order
     unsigned char* o = out + y * line;
-    if (c >= 3) {
-      for (std::size_t p = 0; p < w; ++p) {
-        o[p * c] = x[p * c + 2];
-        o[p * c + 1] = x[p * c + 1];
-        o[p * c + 2] = x[p * c];
-        if (c == 4) o[p * c + 3] = x[p * c + 3];
+    for (std::size_t p = 0; p < w; ++p)
+      for (int k = 0; k < c; ++k) {
+        const int to = (c >= 3 && k < 3) ? 2 - k : k;
+        const unsigned char* from = x + p * std::size_t(bpp) + std::size_t(k * b);
+        if (b == 1) {
+          o[p * std::size_t(c) + std::size_t(to)] = from[0];
+        } else {
+          const std::uint16_t v = std::uint16_t((from[0] << 8) | from[1]);
+          std::memcpy(o + (p * std::size_t(c) + std::size_t(to)) * 2, &v, 2);
+        }
       }
-    } else {
-      std::memcpy(o, x, line);
-    }
     previous.swap(current);
   }
   return true;
 }
 
 std::vector<unsigned char> png_from_zlib(const unsigned char* zlib, std::size_t size, int height, int width,
-                                         int channels) {
-  if (height < 1 || width < 1 || (channels != 1 && channels != 3 && channels != 4))
+                                         int channels, int depth) {
+  if (height < 1 || width < 1 || (channels != 1 && channels != 3 && channels != 4) || (depth != 8 && depth != 16))
     throw std::invalid_argument("png_from_zlib: " + std::to_string(height) + " x " + std::to_string(width) + " x " +
                                 std::to_string(channels));
   const std::size_t chunk_max = std::size_t(1) << 28;
@@ -214,7 +218,7 @@ std::vector<unsigned char> png_from_zlib(const unsigned char* zlib, std::size_t 
     ihdr[k] = (unsigned char)(std::uint32_t(width) >> (24 - 8 * k));
     ihdr[4 + k] = (unsigned char)(std::uint32_t(height) >> (24 - 8 * k));
   }
-  ihdr[8] = 8;
+  ihdr[8] = (unsigned char)depth;
   ihdr[9] = (unsigned char)colour_type_of(channels);
   ihdr[10] = ihdr[11] = ihdr[12] = 0;
   chunk("IHDR", ihdr, 13);
@@ -223,11 +227,12 @@ std::vector<unsigned char> png_from_zlib(const unsigned char* zlib, std::size_t 
   return png;
 }
 
-std::vector<unsigned char> png_from_scanlines(const unsigned char* rows, int height, int width, int channels) {
-  if (height < 1 || width < 1 || (channels != 1 && channels != 3 && channels != 4))
+std::vector<unsigned char> png_from_scanlines(const unsigned char* rows, int height, int width, int channels,
+                                              int depth) {
+  if (height < 1 || width < 1 || (channels != 1 && channels != 3 && channels != 4) || (depth != 8 && depth != 16))
     throw std::invalid_argument("png_from_scanlines: " + std::to_string(height) + " x " + std::to_string(width) +
                                 " x " + std::to_string(channels));
-  const std::size_t raw = std::size_t(height) * (1 + std::size_t(width) * channels);
+  const std::size_t raw = std::size_t(height) * (1 + std::size_t(width) * std::size_t(channels * depth / 8));
   z_stream z{};
   if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15, 8, Z_RLE) != Z_OK)
     throw std::runtime_error("png_from_scanlines: zlib's deflateInit2 failed");
@@ -253,7 +258,7 @@ std::vector<unsigned char> png_from_scanlines(const unsigned char* rows, int hei
   const std::size_t ihdr = begin_chunk("IHDR", 13);
   put_be32(png, ihdr + 8, std::uint32_t(width));
   put_be32(png, ihdr + 12, std::uint32_t(height));
-  png[ihdr + 16] = 8;
+  png[ihdr + 16] = (unsigned char)depth;
   png[ihdr + 17] = (unsigned char)colour_type_of(channels);
   png[ihdr + 18] = png[ihdr + 19] = png[ihdr + 20] = 0;
   end_chunk(ihdr);

@@ -72,7 +72,7 @@ struct png_input {
 struct png_output {
   std::vector<unsigned char> scanlines;  // or their zlib stream, compressed on the GPU
   bool zlib;
-  int height, width, channels;
+  int height, width, channels, depth;
   long long clipped = 0;
 };
 // An output already encoded (by the GPU's JPEG encoder).
@@ -456,7 +456,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
               to_compute.push(work{i, png_input{std::move(*s)}}, size);
               continue;
             }
-            m.create(s->height, s->width, CV_MAKETYPE(CV_8U, s->channels));
+            m.create(s->height, s->width, CV_MAKETYPE(s->depth == 16 ? CV_16U : CV_8U, s->channels));
             if (!pipeline::unfilter_png(*s, m.data)) m = read_image(items[i].input);
           } else {
             m = read_image(items[i].input);
@@ -647,7 +647,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
           // the output as PNG scanlines, or the image (convolver::png_result)
           auto keep_png = [&](convolver::png_result r) {
             if (!r.scanlines.empty())
-              w->image = png_output{std::move(r.scanlines), r.zlib, r.height, r.width, r.channels, r.image.clipped};
+              w->image = png_output{std::move(r.scanlines), r.zlib, r.height, r.width, r.channels, r.depth, r.image.clipped};
             else
               w->image = std::move(r.image);
           };
@@ -700,7 +700,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
         cv::Mat out;
         long long clipped = 0;
         std::vector<unsigned char> encoded;
-        int encoded_channels = 3;  // of an output encoded before this thread (GPU JPEG: BGR)
+        int encoded_channels = 3, encoded_depth = CV_8U;  // of an output encoded before this thread (GPU JPEG: BGR)
         auto t_encode = stats.time(stage_stats::encode);
         if (auto* p = std::get_if<planar_image>(&w->image)) {
           output_image o = from_planes(*p, settings);
@@ -714,9 +714,11 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
           clipped = e->clipped;
         } else if (auto* p = std::get_if<png_output>(&w->image)) {
           encoded = p->zlib ? pipeline::png_from_zlib(p->scanlines.data(), p->scanlines.size(), p->height, p->width,
-                                                      p->channels)
-                            : pipeline::png_from_scanlines(p->scanlines.data(), p->height, p->width, p->channels);
+                                                      p->channels, p->depth)
+                            : pipeline::png_from_scanlines(p->scanlines.data(), p->height, p->width, p->channels,
+                                                           p->depth);
           encoded_channels = p->channels;
+          encoded_depth = p->depth == 16 ? CV_16U : CV_8U;
           clipped = p->clipped;
         } else {
           out = std::move(std::get<cv::Mat>(w->image));
@@ -729,7 +731,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
           encoded = encode_output(item.output, out, options.codec);
           out = cv::Mat();
         } else {
-          check_output_format(item.output, CV_8U, encoded_channels);
+          check_output_format(item.output, encoded_depth, encoded_channels);
         }
         {
           auto t = stats.time(stage_stats::write);

@@ -333,23 +333,27 @@ bool convolver::png_on_gpu() {
 }
 
 bool convolver::png_scanlines_out(int in_depth, int channels) const {
-  return png_on_gpu() && settings_.codec.png_level < 0 && output_cv_depth(settings_.depth, in_depth) == CV_8U &&
+  const int out = output_cv_depth(settings_.depth, in_depth);
+  return png_on_gpu() && settings_.codec.png_level < 0 && (out == CV_8U || out == CV_16U) &&
          (channels == 1 || channels == 3 || channels == 4);
 }
 
-void convolver::png_from_gpu(const pipeline::stored_image& in, png_result& r) {
+void convolver::png_from_gpu(const pipeline::stored_image& in, int in_depth, png_result& r) {
   gpu_stage& g = gpu();
   const auto [oh, ow] = g.pixels.output_size(in.height, in.width);
-  r.image.clipped = g.pixels.run(in, pipeline::sample::u8, pipeline::layout::interleaved(ow, in.channels)).clipped;
+  const int out_depth = output_cv_depth(settings_.depth, in_depth);
+  r.image.clipped =
+      g.pixels.run(in, sample_of(out_depth), pipeline::layout::interleaved(ow, in.channels)).clipped;
   r.height = int(oh);
   r.width = int(ow);
   r.channels = in.channels;
+  r.depth = out_depth == CV_16U ? 16 : 8;
   static const bool deflate_on_gpu = [] {
     const char* e = std::getenv("GPUCONV_PNG_DEFLATE");
     return !(e && std::string(e) == "0");
   }();
   try {
-    if (deflate_on_gpu && g.pixels.download_png_zlib(r.scanlines, oh, ow, in.channels)) {
+    if (deflate_on_gpu && g.pixels.download_png_zlib(r.scanlines, oh, ow, in.channels, r.depth)) {
       r.zlib = true;
       return;
     }
@@ -358,8 +362,8 @@ void convolver::png_from_gpu(const pipeline::stored_image& in, png_result& r) {
     (void)cudaGetLastError();
   }
   r.scanlines.clear();
-  r.scanlines.resize(std::size_t(pipeline::png_scanline_bytes(oh, ow, in.channels)));
-  g.pixels.download_png(r.scanlines.data(), oh, ow, in.channels);
+  r.scanlines.resize(std::size_t(pipeline::png_scanline_bytes(oh, ow, in.channels, r.depth)));
+  g.pixels.download_png(r.scanlines.data(), oh, ow, in.channels, r.depth);
 }
 
 convolver::png_result convolver::run_gpu_png(const cv::Mat& image, bool png_out) {
@@ -373,26 +377,28 @@ convolver::png_result convolver::run_gpu_png(const cv::Mat& image, bool png_out)
   }
   const int channels = image.channels();
   const pipeline::layout in_at{channels, 1, (long long)(image.step / image.elemSize1())};
-  png_from_gpu(gpu().pixels.upload(image.data, sample_of(image.depth()), image.rows, image.cols, channels, in_at), r);
+  png_from_gpu(gpu().pixels.upload(image.data, sample_of(image.depth()), image.rows, image.cols, channels, in_at),
+               image.depth(), r);
   return r;
 }
 
 convolver::png_result convolver::run_gpu_png(const pipeline::png_scanlines& in, bool png_out) {
-  if (!fits_gpu_stage(in.height, in.width, CV_8U, in.channels)) {
+  const int in_depth = in.depth == 16 ? CV_16U : CV_8U;
+  if (!fits_gpu_stage(in.height, in.width, in_depth, in.channels)) {
     // too large for the GPU stage at once: the CPU undoes the filters, run_gpu takes bands
-    cv::Mat m(in.height, in.width, CV_MAKETYPE(CV_8U, in.channels));
+    cv::Mat m(in.height, in.width, CV_MAKETYPE(in_depth, in.channels));
     if (!pipeline::unfilter_png(in, m.data)) throw input_error("image: a PNG row with an unknown filter type");
     return run_gpu_png(m, png_out);
   }
   png_result r;
   gpu_stage& g = gpu();
-  const pipeline::stored_image dev = g.pixels.upload_png(in.rows.data(), in.height, in.width, in.channels);
+  const pipeline::stored_image dev = g.pixels.upload_png(in.rows.data(), in.height, in.width, in.channels, in.depth);
   const auto [oh, ow] = g.pixels.output_size(in.height, in.width);
-  if (png_out && png_scanlines_out(CV_8U, in.channels) && oh > 0 && ow > 0) {
-    png_from_gpu(dev, r);
+  if (png_out && png_scanlines_out(in_depth, in.channels) && oh > 0 && ow > 0) {
+    png_from_gpu(dev, in_depth, r);
     return r;
   }
-  const int depth = output_cv_depth(settings_.depth, CV_8U);
+  const int depth = output_cv_depth(settings_.depth, in_depth);
   const pipeline::gpu_result res = g.pixels.run(dev, sample_of(depth), pipeline::layout::interleaved(ow, in.channels));
   r.image.image.create(int(oh), int(ow), CV_MAKETYPE(depth, in.channels));
   advise_huge_pages(r.image.image);
@@ -490,7 +496,7 @@ convolver::png_result convolver::run_gpu_decoded_png(const unsigned char* planes
   in.width = width;
   in.channels = 3;
   in.at = pipeline::layout::planar(height, width);
-  png_from_gpu(in, r);
+  png_from_gpu(in, CV_8U, r);
   return r;
 }
 
@@ -498,7 +504,7 @@ convolver::jpeg_output convolver::run_gpu_to_jpeg(const pipeline::png_scanlines&
   jpeg_output o;
   o.decoded = true;
 #ifdef GPUCONV_HAVE_NVJPEG
-  if (in.channels == 3 && output_cv_depth(settings_.depth, CV_8U) == CV_8U && gpu_jpeg_encoder_ready() &&
+  if (in.channels == 3 && in.depth == 8 && output_cv_depth(settings_.depth, CV_8U) == CV_8U && gpu_jpeg_encoder_ready() &&
       fits_gpu_stage(in.height, in.width, CV_8U, 3)) {
     encode_on_gpu(gpu().pixels.upload_png(in.rows.data(), in.height, in.width, 3), o, nullptr);
     return o;

@@ -147,8 +147,8 @@ class convolver {
   output_image run_gpu(const cv::Mat& image, stage_times* times = nullptr);
 
   // PNG's filter step on the GPU (pipeline/png_rows.hpp), zlib alone on the CPU: an output
-  // that will be a PNG written with OpenCV's default settings (--png-level not given; 8-bit
-  // gray, BGR or BGRA) comes back as Sub-filtered scanlines for pipeline::png_from_scanlines,
+  // that will be a PNG written with OpenCV's default settings (--png-level not given; 8- or
+  // 16-bit gray, BGR or BGRA) comes back as Sub-filtered scanlines for pipeline::png_from_scanlines,
   // any other as run_gpu's image. GPUCONV_PNG_GPU=0 turns both directions off (measurements).
   // The scanlines come compressed on the GPU as well (pipeline/png_deflate.hpp: a zlib stream
   // for pipeline::png_from_zlib) unless GPUCONV_PNG_DEFLATE=0 (then zlib's deflate on the CPU).
@@ -156,7 +156,7 @@ class convolver {
     output_image image;                   // when no scanlines (image.clipped in either case)
     std::vector<unsigned char> scanlines;  // the output's, when it is a PNG as above
     bool zlib = false;                     // scanlines holds their zlib stream
-    int height = 0, width = 0, channels = 0;
+    int height = 0, width = 0, channels = 0, depth = 8;
   };
   static bool png_on_gpu();
   png_result run_gpu_png(const cv::Mat& image, bool png_out);
@@ -221,10 +221,11 @@ class convolver {
   // The image's buffers fit what one image may take on the device (see run_gpu).
   bool fits_gpu_stage(const cv::Mat& image) const;
   bool fits_gpu_stage(int rows, int cols, int cv_depth, int channels) const;
-  // Whether an 8-bit (or `in_depth`) image of `channels` comes back as PNG scanlines
+  // Whether an image of `in_depth` (a cv depth) and `channels` comes back as PNG scanlines
   bool png_scanlines_out(int in_depth, int channels) const;
-  // `in` on the device: convolved to 8-bit interleaved, filtered and downloaded as scanlines
-  void png_from_gpu(const pipeline::stored_image& in, png_result& r);
+  // `in` (samples of in_depth) on the device: convolved to 8- or 16-bit interleaved (the output
+  // depth), filtered and downloaded as scanlines
+  void png_from_gpu(const pipeline::stored_image& in, int in_depth, png_result& r);
   // 8-bit BGR `in` on the device: convolved to planar 8-bit and encoded by nvJPEG into o.
   void encode_on_gpu(const pipeline::stored_image& in, jpeg_output& o, stage_times* times);
   kernel kernel_;

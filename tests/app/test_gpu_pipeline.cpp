@@ -374,16 +374,24 @@ TEST_CASE("batch on CUDA: damaged JPEGs fail as on the CPU, through the hardware
 
 TEST_CASE("GPU PNG: scanlines unfiltered and filtered on the GPU, the same image as run_gpu's", "[app][gpu][pipeline]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
-  const int type = GENERATE(CV_8UC1, CV_8UC3, CV_8UC4);
+  const int type = GENERATE(CV_8UC1, CV_8UC3, CV_8UC4, CV_16UC1, CV_16UC3, CV_16UC4);
   const auto mode = GENERATE(conv::output_mode::same, conv::output_mode::full, conv::output_mode::valid);
   const cv::Mat img = photo(83, 131, 21);
   cv::Mat in;
-  if (type == CV_8UC1) cv::cvtColor(img, in, cv::COLOR_BGR2GRAY);
-  else if (type == CV_8UC4) cv::cvtColor(img, in, cv::COLOR_BGR2BGRA);
+  const int channels = CV_MAT_CN(type);
+  if (channels == 1) cv::cvtColor(img, in, cv::COLOR_BGR2GRAY);
+  else if (channels == 4) cv::cvtColor(img, in, cv::COLOR_BGR2BGRA);
   else in = img;
-  if (type == CV_8UC4)  // a varying alpha
+  if (channels == 4)  // a varying alpha
     for (int y = 0; y < in.rows; ++y)
       for (int x = 0; x < in.cols; ++x) in.at<cv::Vec4b>(y, x)[3] = (unsigned char)(255 - (x * 3 + y) % 200);
+  if (CV_MAT_DEPTH(type) == CV_16U) {  // 16-bit: low bytes that vary too (Sub works on bytes)
+    cv::Mat wide;
+    in.convertTo(wide, CV_16U, 257.0);
+    cv::Mat noise(wide.size(), wide.type());
+    cv::randu(noise, 0, 200);
+    in = wide + noise;
+  }
   const kernel k = make_kernel(9, 7, 31, 1.2);  // sums to 1.2: some values clip
   convolve_settings s;
   s.device = conv::backend::cuda;
@@ -399,8 +407,9 @@ TEST_CASE("GPU PNG: scanlines unfiltered and filtered on the GPU, the same image
   auto read_back = [](const convolver::png_result& r) {
     REQUIRE_FALSE(r.scanlines.empty());
     CHECK(r.zlib);  // compressed on the GPU (GPUCONV_PNG_DEFLATE not set)
-    const auto png = r.zlib ? pipeline::png_from_zlib(r.scanlines.data(), r.scanlines.size(), r.height, r.width, r.channels)
-                            : pipeline::png_from_scanlines(r.scanlines.data(), r.height, r.width, r.channels);
+    const auto png = r.zlib ? pipeline::png_from_zlib(r.scanlines.data(), r.scanlines.size(), r.height, r.width,
+                                                      r.channels, r.depth)
+                            : pipeline::png_from_scanlines(r.scanlines.data(), r.height, r.width, r.channels, r.depth);
     return cv::imdecode(png, cv::IMREAD_UNCHANGED);
   };
   auto equal = [&](const cv::Mat& got) {
@@ -424,17 +433,15 @@ TEST_CASE("GPU PNG: scanlines unfiltered and filtered on the GPU, the same image
     equal(read_back(r));
   }
   SECTION("rows of None and Sub") {
-    // None for even rows: the scanline holds the samples themselves
+    // None for even rows: the Sub bytes summed back (per byte, one pixel's bytes apart)
     auto mixed = *scan;
-    const int c = mixed.channels;
-    const std::size_t stride = 1 + std::size_t(mixed.width) * c;
-    cv::Mat rgb;
-    REQUIRE(pipeline::unfilter_png(*scan, (rgb = cv::Mat(in.size(), in.type())).data));
+    const std::size_t bpp = std::size_t(mixed.pixel_bytes());
+    const std::size_t stride = 1 + std::size_t(mixed.width) * bpp;
     for (int y = 0; y < mixed.height; y += 2) {
       unsigned char* r = mixed.rows.data() + std::size_t(y) * stride;
+      REQUIRE(r[0] == 1);
       r[0] = 0;
-      for (int x = 0; x < mixed.width; ++x)
-        for (int kk = 0; kk < c; ++kk) r[1 + x * c + kk] = rgb.ptr<unsigned char>(y)[x * c + ((c >= 3 && kk < 3) ? 2 - kk : kk)];
+      for (std::size_t i = bpp; i < stride - 1; ++i) r[1 + i] = (unsigned char)(r[1 + i] + r[1 + i - bpp]);
     }
     REQUIRE(mixed.none_or_sub());
     equal(gpu.run_gpu_png(mixed, false).image.image);

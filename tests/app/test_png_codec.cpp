@@ -32,7 +32,7 @@ bool same(const cv::Mat& a, const cv::Mat& b) {
 // the rows' filter types, counted
 std::vector<int> filter_counts(const pipeline::png_scanlines& s) {
   std::vector<int> n(256, 0);
-  const std::size_t stride = 1 + std::size_t(s.width) * s.channels;
+  const std::size_t stride = 1 + std::size_t(s.width) * std::size_t(s.pixel_bytes());
   for (int y = 0; y < s.height; ++y) ++n[s.rows[std::size_t(y) * stride]];
   return n;
 }
@@ -81,7 +81,7 @@ std::size_t chunk_at(const std::vector<unsigned char>& png, const char* type) {
 }  // namespace
 
 TEST_CASE("png_codec: OpenCV's PNGs inflated and unfiltered as OpenCV decodes them", "[app]") {
-  const int type = GENERATE(CV_8UC1, CV_8UC3, CV_8UC4);
+  const int type = GENERATE(CV_8UC1, CV_8UC3, CV_8UC4, CV_16UC1, CV_16UC3, CV_16UC4);
   const int level = GENERATE(-1, 1, 6, 9);  // -1: OpenCV's default (Sub rows); others: libpng's adaptive filters
   const cv::Mat img = test::test_image(67, 45, type, 3);
   const auto bytes = png_of(img, level < 0 ? std::vector<int>{} : std::vector<int>{cv::IMWRITE_PNG_COMPRESSION, level});
@@ -91,6 +91,7 @@ TEST_CASE("png_codec: OpenCV's PNGs inflated and unfiltered as OpenCV decodes th
   CHECK(s->height == 67);
   CHECK(s->width == 45);
   CHECK(s->channels == img.channels());
+  CHECK(s->depth == (img.depth() == CV_16U ? 16 : 8));
   const auto n = filter_counts(*s);
   if (level < 0) CHECK(s->none_or_sub());
   cv::Mat mine(67, 45, type);
@@ -145,8 +146,11 @@ TEST_CASE("png_codec: files OpenCV must decode (or reject) are not taken", "[app
   const cv::Mat img = test::test_image(20, 30, CV_8UC3, 5);
   const auto good = png_of(img);
   REQUIRE(pipeline::inflate_png(good.data(), good.size()));
-  SECTION("16-bit samples") {
-    const auto b = png_of(test::test_image(20, 30, CV_16UC3, 5));
+  SECTION("other depths (1, 2, 4 bits)") {
+    auto b = good;
+    const std::size_t ihdr = chunk_at(b, "IHDR");
+    b[ihdr + 8 + 8] = 4;  // bit depth
+    fix_crc(b, ihdr);
     CHECK_FALSE(pipeline::inflate_png(b.data(), b.size()));
   }
   SECTION("gray + alpha (OpenCV makes it BGRA)") {
@@ -246,4 +250,19 @@ TEST_CASE("png_codec: a PNG around a zlib stream of the scanlines reads back as 
   const auto s = pipeline::inflate_png(png.data(), png.size());
   REQUIRE(s);
   CHECK(s->rows == rows);
+}
+
+TEST_CASE("png_codec: 16-bit scanlines written back read as the image", "[app]") {
+  const int type = GENERATE(CV_16UC1, CV_16UC3, CV_16UC4);
+  const cv::Mat img = test::test_image(29, 41, type, 6);
+  const auto bytes = png_of(img);
+  const auto s = pipeline::inflate_png(bytes.data(), bytes.size());
+  REQUIRE(s);
+  REQUIRE(s->depth == 16);
+  const auto png = pipeline::png_from_scanlines(s->rows.data(), s->height, s->width, s->channels, 16);
+  CHECK(same(decoded(png), img));
+  std::vector<unsigned char> z(compressBound(uLong(s->rows.size())));
+  uLongf zn = uLongf(z.size());
+  REQUIRE(compress2(z.data(), &zn, s->rows.data(), uLong(s->rows.size()), 1) == Z_OK);
+  CHECK(same(decoded(pipeline::png_from_zlib(z.data(), zn, s->height, s->width, s->channels, 16)), img));
 }
