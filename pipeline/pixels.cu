@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "conv/pixel.cuh"
+#include "grid.cuh"
 #include "fft/device/cuda_check.hpp"
 
 namespace gpuconv::pipeline {
@@ -97,10 +98,6 @@ __global__ void store_kernel(store_params s, void* out, unsigned long long* clip
   if (s.narrow && threadIdx.x == 0 && count) atomicAdd(clipped, (unsigned long long)count);
 }
 
-unsigned grid_for(long long n) {
-  return (unsigned)std::min<long long>((n + block - 1) / block, 132LL * 32);
-}
-
 template <typename F>
 void dispatch_sample(sample s, F&& f) {
   switch (s) {
@@ -119,7 +116,7 @@ void load_planes(const stored_image& in, alpha_rule alpha, float* planes, cudaSt
   const bool alpha_plane = in.has_alpha() && alpha != alpha_rule::keep;
   const float inv_max = float(1.0 / double(alpha_max(in.type)));
   dispatch_sample(in.type, [&](auto t) {
-    load_kernel<decltype(t)><<<grid_for(area), block, 0, stream>>>(in, premultiply, alpha_plane, inv_max, planes);
+    load_kernel<decltype(t)><<<grid_for(area, block), block, 0, stream>>>(in, premultiply, alpha_plane, inv_max, planes);
   });
   check_launch("pipeline::load_kernel");
 }
@@ -150,7 +147,7 @@ void store_planes(const float* result, long long out_h, long long out_w, const s
   s.in_hi = std::nextafter(out_type == sample::u8 ? 255.5f : 65535.5f, 0.f);
   dispatch_sample(in.type, [&](auto ti) {
     dispatch_sample(out_type, [&](auto to) {
-      store_kernel<decltype(ti), decltype(to)><<<grid_for(area), block, 0, stream>>>(s, out, clipped);
+      store_kernel<decltype(ti), decltype(to)><<<grid_for(area, block), block, 0, stream>>>(s, out, clipped);
     });
   });
   check_launch("pipeline::store_kernel");

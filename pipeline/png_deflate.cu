@@ -5,6 +5,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include "fft/device/cuda_check.hpp"
+#include "grid.cuh"
 
 namespace gpuconv::pipeline {
 
@@ -345,10 +346,6 @@ __global__ void write_tokens(const unsigned char* __restrict__ in, std::uint32_t
   }
 }
 
-unsigned grid_for(std::size_t threads) {
-  return (unsigned)std::clamp<std::size_t>((threads + block - 1) / block, 1, 132 * 16);
-}
-
 }  // namespace
 
 bool gpu_deflate::compress(const unsigned char* in, std::size_t n, cudaStream_t stream, std::size_t& bytes) {
@@ -371,7 +368,7 @@ bool gpu_deflate::compress(const unsigned char* in, std::size_t n, cudaStream_t 
 
   GPUCONV_CUDA(cudaMemsetAsync(st, 0, sizeof(deflate_state), stream));
   GPUCONV_CUDA(cudaMemsetAsync(words_.data(), 0, words * sizeof(unsigned long long), stream));
-  const unsigned grid = grid_for(n);
+  const unsigned grid = grid_for((long long)n, block, 132 * 16);  // (fewer blocks: fewer histogram merges)
   start_flags<<<grid, block, 0, stream>>>(in, count, bits_.data());
   check_launch("gpu_deflate::start_flags");
   GPUCONV_CUDA(cub::DeviceScan::InclusiveSum(scan_temp_.data(), temp, bits_.data(), run_index_.data(), count, stream));

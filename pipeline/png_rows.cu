@@ -6,6 +6,7 @@
 #include <string>
 
 #include "fft/device/cuda_check.hpp"
+#include "grid.cuh"
 
 namespace gpuconv::pipeline {
 
@@ -83,8 +84,6 @@ __global__ void unsub_rows_kernel(const std::uint8_t* __restrict__ rows, long lo
   }
 }
 
-unsigned grid_for(long long threads) { return (unsigned)std::clamp<long long>((threads + block - 1) / block, 1, 132LL * 32); }
-
 template <typename F>
 void dispatch_channels(int channels, int depth, F&& f) {
   auto bytes = [&](auto c) {
@@ -107,7 +106,7 @@ void png_sub_rows(const std::uint8_t* in, long long height, long long width, int
   if (height <= 0 || width <= 0) return;
   dispatch_channels(channels, depth, [&](auto c, auto b) {
     sub_rows_kernel<decltype(c)::value, decltype(b)::value>
-        <<<grid_for(height * width), block, 0, stream>>>(in, height, width, scanlines);
+        <<<grid_for(height * width, block), block, 0, stream>>>(in, height, width, scanlines);
   });
   check_launch("pipeline::sub_rows_kernel");
 }
@@ -117,7 +116,7 @@ void png_unsub_rows(const std::uint8_t* scanlines, long long height, long long w
   if (height <= 0 || width <= 0) return;
   dispatch_channels(channels, depth, [&](auto c, auto b) {
     unsub_rows_kernel<decltype(c)::value, decltype(b)::value>
-        <<<grid_for(height * 32), block, 0, stream>>>(scanlines, height, width, out);
+        <<<grid_for(height * 32, block), block, 0, stream>>>(scanlines, height, width, out);
   });
   check_launch("pipeline::unsub_rows_kernel");
 }
