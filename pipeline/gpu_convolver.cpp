@@ -88,14 +88,7 @@ stored_image gpu_convolver::upload(const void* host, sample type, int height, in
   const std::size_t bytes = std::size_t(at.bytes_for(height, width, channels, type));
   unsigned char* device = static_cast<unsigned char*>(input_buffer(bytes));
   copy_up(device, host, bytes);
-  stored_image in;
-  in.data = device;
-  in.type = type;
-  in.height = height;
-  in.width = width;
-  in.channels = channels;
-  in.at = at;
-  return in;
+  return {device, type, height, width, channels, at};
 }
 
 stored_image gpu_convolver::upload_png(const void* scanlines, int height, int width, int channels, int depth) {
@@ -104,14 +97,7 @@ stored_image gpu_convolver::upload_png(const void* scanlines, int height, int wi
   copy_up(scanlines_.data(), scanlines, bytes);
   auto* device = static_cast<unsigned char*>(input_buffer(std::size_t(height) * width * channels * (depth / 8)));
   png_unsub_rows(scanlines_.data(), height, width, channels, depth, device, stream());
-  stored_image in;
-  in.data = device;
-  in.type = depth == 16 ? sample::u16 : sample::u8;
-  in.height = height;
-  in.width = width;
-  in.channels = channels;
-  in.at = layout::interleaved(width, channels);
-  return in;
+  return {device, depth == 16 ? sample::u16 : sample::u8, height, width, channels, layout::interleaved(width, channels)};
 }
 
 gpu_result gpu_convolver::run(const stored_image& in, sample out_type, layout out_at) {

@@ -68,13 +68,6 @@ struct device_jpeg {
 struct png_input {
   pipeline::png_scanlines scanlines;
 };
-// An output as PNG scanlines, filtered on the GPU: the encoder deflates them.
-struct png_output {
-  std::vector<unsigned char> scanlines;  // or their zlib stream, compressed on the GPU
-  bool zlib;
-  int height, width, channels, depth;
-  long long clipped = 0;
-};
 // An output already encoded (by the GPU's JPEG encoder).
 struct encoded_file {
   std::vector<unsigned char> bytes;
@@ -85,10 +78,12 @@ struct encoded_file {
 // backend, which converts on the GPU), float planes (CPU backend), a JPEG's bytes (the
 // GPU decodes it) or a PNG's scanlines (the GPU unfilters them). From the compute workers:
 // float planes (CPU), the output image (GPU), the encoded output (GPU JPEG) or a PNG's
-// scanlines (GPU).
+// scanlines or zlib stream (GPU; the encoder makes the file).
 struct work {
   std::size_t index;
-  std::variant<cv::Mat, planar_image, jpeg_file, device_jpeg, output_image, encoded_file, png_input, png_output> image;
+  std::variant<cv::Mat, planar_image, jpeg_file, device_jpeg, output_image, encoded_file, png_input,
+               convolver::png_result>
+      image;
 };
 
 // An integer setting from the environment (the tuning knobs below): its value where it lies in
@@ -647,7 +642,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
           // the output as PNG scanlines, or the image (convolver::png_result)
           auto keep_png = [&](convolver::png_result r) {
             if (!r.scanlines.empty())
-              w->image = png_output{std::move(r.scanlines), r.zlib, r.height, r.width, r.channels, r.depth, r.image.clipped};
+              w->image = std::move(r);
             else
               w->image = std::move(r.image);
           };
@@ -712,14 +707,11 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
         } else if (auto* e = std::get_if<encoded_file>(&w->image)) {
           encoded = std::move(e->bytes);
           clipped = e->clipped;
-        } else if (auto* p = std::get_if<png_output>(&w->image)) {
-          encoded = p->zlib ? pipeline::png_from_zlib(p->scanlines.data(), p->scanlines.size(), p->height, p->width,
-                                                      p->channels, p->depth)
-                            : pipeline::png_from_scanlines(p->scanlines.data(), p->height, p->width, p->channels,
-                                                           p->depth);
+        } else if (auto* p = std::get_if<convolver::png_result>(&w->image)) {
+          encoded = p->file();
           encoded_channels = p->channels;
           encoded_depth = p->depth == 16 ? CV_16U : CV_8U;
-          clipped = p->clipped;
+          clipped = p->image.clipped;
         } else {
           out = std::move(std::get<cv::Mat>(w->image));
         }

@@ -284,9 +284,7 @@ int run_convolve(const cli_options& o, std::ostream& err) {
         convolver::png_result r = c->run_gpu_png(image, true);
         timer.mark("upload+convolve+PNG", r.scanlines.empty() ? "GPU" : r.zlib ? "GPU: filter, deflate" : "GPU: filter");
         if (!r.scanlines.empty()) {
-          encoded = r.zlib ? pipeline::png_from_zlib(r.scanlines.data(), r.scanlines.size(), r.height, r.width, r.channels,
-                                                     r.depth)
-                           : pipeline::png_from_scanlines(r.scanlines.data(), r.height, r.width, r.channels, r.depth);
+          encoded = r.file();
           timer.mark("encode", r.zlib ? "CPU: the PNG's chunks" : "CPU: zlib's deflate");
         }
         result = std::move(r.image);

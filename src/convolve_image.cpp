@@ -284,6 +284,17 @@ void convolver::run(planar_image& p) {
 
 namespace {
 
+// A JPEG nvJPEG decoded: planar BGR, 8-bit, in device memory
+pipeline::stored_image planar_bgr(const unsigned char* planes, int height, int width) {
+  return {planes, pipeline::sample::u8, height, width, 3, pipeline::layout::planar(height, width)};
+}
+
+// An environment switch set to 0 (GPUCONV_PNG_GPU, GPUCONV_PNG_DEFLATE: measurements)
+bool env_says_off(const char* name) {
+  const char* e = std::getenv(name);
+  return e && std::string(e) == "0";
+}
+
 // A fresh output image, before the download or the conversion writes it (4 KiB page faults over
 // a 36 MB image cost as much as the copy itself).
 void advise_huge_pages(const cv::Mat& m) { app::advise_huge_pages(m.data, m.total() * m.elemSize()); }
@@ -325,11 +336,13 @@ bool convolver::fits_gpu_stage(int rows, int cols, int cv_depth, int channels) c
 }
 
 bool convolver::png_on_gpu() {
-  static const bool on = [] {
-    const char* e = std::getenv("GPUCONV_PNG_GPU");
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool on = !env_says_off("GPUCONV_PNG_GPU");
   return on;
+}
+
+std::vector<unsigned char> convolver::png_result::file() const {
+  return zlib ? pipeline::png_from_zlib(scanlines.data(), scanlines.size(), height, width, channels, depth)
+              : pipeline::png_from_scanlines(scanlines.data(), height, width, channels, depth);
 }
 
 bool convolver::png_scanlines_out(int in_depth, int channels) const {
@@ -348,10 +361,7 @@ void convolver::png_from_gpu(const pipeline::stored_image& in, int in_depth, png
   r.width = int(ow);
   r.channels = in.channels;
   r.depth = out_depth == CV_16U ? 16 : 8;
-  static const bool deflate_on_gpu = [] {
-    const char* e = std::getenv("GPUCONV_PNG_DEFLATE");
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool deflate_on_gpu = !env_says_off("GPUCONV_PNG_DEFLATE");
   try {
     if (deflate_on_gpu && g.pixels.download_png_zlib(r.scanlines, oh, ow, in.channels, r.depth)) {
       r.zlib = true;
@@ -398,12 +408,7 @@ convolver::png_result convolver::run_gpu_png(const pipeline::png_scanlines& in, 
     png_from_gpu(dev, in_depth, r);
     return r;
   }
-  const int depth = output_cv_depth(settings_.depth, in_depth);
-  const pipeline::gpu_result res = g.pixels.run(dev, sample_of(depth), pipeline::layout::interleaved(ow, in.channels));
-  r.image.image.create(int(oh), int(ow), CV_MAKETYPE(depth, in.channels));
-  advise_huge_pages(r.image.image);
-  g.pixels.download(r.image.image.data, r.image.image.total() * r.image.image.elemSize());
-  r.image.clipped = res.clipped;
+  r.image = image_from_gpu(dev, output_cv_depth(settings_.depth, in_depth), nullptr);
   return r;
 }
 
@@ -424,16 +429,22 @@ output_image convolver::run_gpu(const cv::Mat& image, stage_times* times) {
   const pipeline::stored_image in =
       g.pixels.upload(image.data, sample_of(image.depth()), image.rows, image.cols, channels, in_at);
   clock.mark(&stage_times::upload);
-  const auto [oh, ow] = g.pixels.output_size(image.rows, image.cols);
-  const pipeline::gpu_result r = g.pixels.run(in, sample_of(depth), pipeline::layout::interleaved(ow, channels));
-  clock.mark(&stage_times::convolve);
+  output_image out = image_from_gpu(in, depth, times);
+  if (times) times->pinned_download = g.pixels.pinned_download();
+  return out;
+}
+
+output_image convolver::image_from_gpu(const pipeline::stored_image& in, int depth, stage_times* times) {
+  gpu_stage& g = gpu();
+  stage_clock clock{times, g.pixels.stream()};
+  const auto [oh, ow] = g.pixels.output_size(in.height, in.width);
   output_image out;
-  out.image.create(int(oh), int(ow), CV_MAKETYPE(depth, channels));
+  out.clipped = g.pixels.run(in, sample_of(depth), pipeline::layout::interleaved(ow, in.channels)).clipped;
+  clock.mark(&stage_times::convolve);
+  out.image.create(int(oh), int(ow), CV_MAKETYPE(depth, in.channels));
   advise_huge_pages(out.image);
   g.pixels.download(out.image.data, out.image.total() * out.image.elemSize());
   clock.mark(&stage_times::download);
-  if (times) times->pinned_download = g.pixels.pinned_download();
-  out.clipped = r.clipped;
   return out;
 }
 
@@ -489,14 +500,7 @@ convolver::png_result convolver::run_gpu_decoded_png(const unsigned char* planes
     r.image = run_gpu_decoded(planes, height, width, false).image;
     return r;
   }
-  pipeline::stored_image in;
-  in.data = planes;
-  in.type = pipeline::sample::u8;
-  in.height = height;
-  in.width = width;
-  in.channels = 3;
-  in.at = pipeline::layout::planar(height, width);
-  png_from_gpu(in, CV_8U, r);
+  png_from_gpu(planar_bgr(planes, height, width), CV_8U, r);
   return r;
 }
 
@@ -535,29 +539,13 @@ convolver::jpeg_output convolver::run_gpu_decoded(const unsigned char* planes, i
                                                   stage_times* times) {
   jpeg_output o;
 #ifdef GPUCONV_HAVE_NVJPEG
-  gpu_stage& g = gpu();
-  stage_clock clock{times, g.pixels.stream()};
-  pipeline::stored_image in;
-  in.data = planes;
-  in.type = pipeline::sample::u8;
-  in.height = height;
-  in.width = width;
-  in.channels = 3;
-  in.at = pipeline::layout::planar(height, width);
-  const auto [oh, ow] = g.pixels.output_size(height, width);
+  const pipeline::stored_image in = planar_bgr(planes, height, width);
   const int depth = output_cv_depth(settings_.depth, CV_8U);
   o.decoded = true;
-  if (encode && depth == CV_8U) {
+  if (encode && depth == CV_8U)
     encode_on_gpu(in, o, times);
-  } else {
-    const pipeline::gpu_result r = g.pixels.run(in, sample_of(depth), pipeline::layout::interleaved(ow, 3));
-    clock.mark(&stage_times::convolve);
-    o.image.image.create(int(oh), int(ow), CV_MAKETYPE(depth, 3));
-    advise_huge_pages(o.image.image);
-    g.pixels.download(o.image.image.data, o.image.image.total() * o.image.image.elemSize());
-    clock.mark(&stage_times::download);
-    o.image.clipped = r.clipped;
-  }
+  else
+    o.image = image_from_gpu(in, depth, times);
 #else
   (void)planes, (void)height, (void)width, (void)encode, (void)times;
 #endif

@@ -157,6 +157,8 @@ class convolver {
     std::vector<unsigned char> scanlines;  // the output's, when it is a PNG as above
     bool zlib = false;                     // scanlines holds their zlib stream
     int height = 0, width = 0, channels = 0, depth = 8;
+    // The PNG file of the scanlines: chunks around the GPU's zlib stream, or zlib's deflate here
+    std::vector<unsigned char> file() const;
   };
   static bool png_on_gpu();
   png_result run_gpu_png(const cv::Mat& image, bool png_out);
@@ -226,6 +228,9 @@ class convolver {
   // `in` (samples of in_depth) on the device: convolved to 8- or 16-bit interleaved (the output
   // depth), filtered and downloaded as scanlines
   void png_from_gpu(const pipeline::stored_image& in, int in_depth, png_result& r);
+  // `in` on the device: convolved to interleaved samples of `depth` (a cv depth), downloaded
+  // into a new image (times: its convolve and download)
+  output_image image_from_gpu(const pipeline::stored_image& in, int depth, stage_times* times);
   // 8-bit BGR `in` on the device: convolved to planar 8-bit and encoded by nvJPEG into o.
   void encode_on_gpu(const pipeline::stored_image& in, jpeg_output& o, stage_times* times);
   kernel kernel_;

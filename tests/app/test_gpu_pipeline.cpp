@@ -407,9 +407,7 @@ TEST_CASE("GPU PNG: scanlines unfiltered and filtered on the GPU, the same image
   auto read_back = [](const convolver::png_result& r) {
     REQUIRE_FALSE(r.scanlines.empty());
     CHECK(r.zlib);  // compressed on the GPU (GPUCONV_PNG_DEFLATE not set)
-    const auto png = r.zlib ? pipeline::png_from_zlib(r.scanlines.data(), r.scanlines.size(), r.height, r.width,
-                                                      r.channels, r.depth)
-                            : pipeline::png_from_scanlines(r.scanlines.data(), r.height, r.width, r.channels, r.depth);
+    const auto png = r.file();
     return cv::imdecode(png, cv::IMREAD_UNCHANGED);
   };
   auto equal = [&](const cv::Mat& got) {
