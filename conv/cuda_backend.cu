@@ -189,7 +189,9 @@ class cuda_backend final : public plan::impl {
     const std::size_t io_bytes = std::size_t(prob.input_elements() + prob.output_elements()) * 4;
     // no workspace: the one-pass kernels (separable kernels up to 32 taps share a tile)
     const bool one_pass = choice.path == cuda_path::fused || choice.path == cuda_path::direct ||
-                          (choice.path == cuda_path::separable && separable_tiles::uses_tile(prob.kh, prob.kw));
+                          (choice.path == cuda_path::separable &&
+                           separable_tiles::in_one_kernel(choice.factors, prob.kernels, prob.kh, prob.kw,
+                                                          prob.geo.out_h, prob.geo.out_w));
     staging_bytes_ = std::min(2 * io_bytes, one_pass ? cap_ : cap_ / 2);
     const std::size_t work_cap = cap_ > staging_bytes_ ? cap_ - staging_bytes_ : 0;
     if (choice.path == cuda_path::fused) {
@@ -201,7 +203,8 @@ class cuda_backend final : public plan::impl {
       return;
     }
     if (choice.path == cuda_path::separable) {
-      separable_ = std::make_unique<separable_tiles>(choice.factors, prob.kernels, prob.kh, prob.kw);
+      separable_ = std::make_unique<separable_tiles>(choice.factors, prob.kernels, prob.kh, prob.kw, prob.geo.out_h,
+                                                     prob.geo.out_w);
       if (one_pass) {
         separable_chunk_ = prob.planes;
         return;

@@ -208,12 +208,14 @@ cuda_choice choose_cuda_method(const std::vector<float>& kernels, int count, int
                                     std::to_string(kw) + " kernel's passes in its shared tile");
     }
     if (f.found() && separable_tiles::supports(kh, kw)) {
-      const bool tile = separable_tiles::uses_tile(kh, kw);
+      const bool box = box_factors(f, count, kh, kw);
+      const bool by_fft = separable_tiles::fft_passes(kh, kw, out_h, out_w, box);
+      const bool tile = separable_tiles::uses_tile(kh, kw) && !by_fft;
       const int tile_h = tile ? direct_tiling(out_h, out_w, kh, kw).valid_h : 0;
       const std::size_t bytes = tile ? separable_tiles::tile_shared_bytes(out_h, out_w, kh, kw) : 0;
-      const double per_pixel = !tile && box_factors(f, count, kh, kw)
-                                   ? cuda_box_ps_per_pixel(kh, out_h)
-                                   : cuda_separable_ps_per_pixel(kh, kw, out_h, tile_h, bytes);
+      const double per_pixel = by_fft           ? separable_tiles::fft_passes_ps_per_pixel(kh, kw, out_h, out_w)
+                               : !tile && box ? cuda_box_ps_per_pixel(kh, out_h)
+                                              : cuda_separable_ps_per_pixel(kh, kw, out_h, tile_h, bytes);
       const double cost = per_pixel * (tile ? waste(kh, kw) : std::max(waste(1, kw), waste(kh, 1))) * outputs;
       if (forced == cuda_path::separable || cost < best.cost_ps)
         best = {cuda_path::separable, direct_tiling(out_h, out_w, kh, 1), std::move(f), cost};  // the column pass's blocks

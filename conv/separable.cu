@@ -66,7 +66,7 @@ float constant_factor(const float* v, int n) {
 
 }  // namespace
 
-separable_tiles::separable_tiles(const rank1_factors& f, int count, int kh, int kw)
+separable_tiles::separable_tiles(const rank1_factors& f, int count, int kh, int kw, long long out_h, long long out_w)
     : count_(count), kh_(kh), kw_(kw), rows_(f.row, count, 1, kw), columns_(f.column, count, kh, 1) {
   if (!supports(kh, kw))
     throw std::invalid_argument("separable_tiles: a " + std::to_string(kh) + " x " + std::to_string(kw) +
@@ -77,9 +77,30 @@ separable_tiles::separable_tiles(const rank1_factors& f, int count, int kh, int 
     const bool box = c != 0.f && r != 0.f && is_box_size(kh, kw);
     box_.push_back(box ? std::array<float, 2>{c, r} : std::array<float, 2>{0.f, 0.f});
   }
+  if (fft_passes(kh, kw, out_h, out_w, box_factors(f, count, kh, kw)))
+    fft_ = std::make_unique<line_fft_passes>(f, count, kh, kw, out_h, out_w);
 }
 
-bool separable_tiles::in_tile() const { return uses_tile(kh_, kw_); }
+bool separable_tiles::in_tile() const { return uses_tile(kh_, kw_) && !fft_; }
+
+bool separable_tiles::fft_passes(int kh, int kw, long long out_h, long long out_w, bool box) {
+  const bool fits = line_fft_passes::line_for(kw, out_w) > 0 && line_fft_passes::line_for(kh, out_h) > 0;
+  if (const int forced = forced_line_fft(); forced != 0) return forced > 0 && fits;
+  if (!fits || uses_tile(kh, kw)) return false;
+  const double other = box ? cuda_box_ps_per_pixel(kh, out_h) : cuda_separable_ps_per_pixel(kh, kw, out_h, 0);
+  return fft_passes_ps_per_pixel(kh, kw, out_h, out_w) < other;
+}
+
+double separable_tiles::fft_passes_ps_per_pixel(int kh, int kw, long long out_h, long long out_w) {
+  const double rows = double(std::max(out_h, 1LL));
+  return line_fft_passes::pass_ps_per_pixel(kw, out_w) * (rows + kh - 1) / rows +
+         line_fft_passes::pass_ps_per_pixel(kh, out_h);
+}
+
+bool separable_tiles::in_one_kernel(const rank1_factors& f, int count, int kh, int kw, long long out_h,
+                                    long long out_w) {
+  return uses_tile(kh, kw) && !fft_passes(kh, kw, out_h, out_w, box_factors(f, count, kh, kw));
+}
 
 bool separable_tiles::uses_tile(int kh, int kw) { return kh <= tile_max_side && kw <= tile_max_side; }
 
@@ -125,6 +146,11 @@ void separable_tiles::run(const T* in, T* out, const tile_map& m, float* interme
       if (in_tile()) {
         const window_map whole{m.height, m.width, m.out_h, m.out_w, m.oy, m.ox, m.border, m.constant_value, n, count_, k};
         run_tile(src, dst, whole, k, stream);
+        continue;
+      }
+      if (fft_) {
+        fft_->rows(src, intermediate, rows, k, stream);
+        fft_->columns(static_cast<const float*>(intermediate), dst, columns, k, stream);
         continue;
       }
       if (box_[k][0] == 0.f) {

@@ -9,13 +9,16 @@
 // 4 bytes written and read per pixel beside the image's read and the output's write; kernels
 // up to 32 a side run both passes in one kernel instead, the intermediate in shared memory
 // (one read, one write). Larger box kernels (constant factors) run both passes as running sums
-// in double (separable.cu).
+// in double (separable.cu), and long factors by FFT where the cost model prices that lower
+// (separable_fft.hpp: overlap-save line transforms, the same maps).
 #pragma once
 #include <array>
+#include <memory>
 #include <vector>
 
 #include "direct.hpp"
 #include "method.hpp"
+#include "separable_fft.hpp"
 
 namespace gpuconv::conv {
 
@@ -31,9 +34,21 @@ class separable_tiles {
   // past ~113 KB two blocks no longer fit a multiprocessor).
   static std::size_t tile_shared_bytes(long long out_h, long long out_w, int kh, int kw);
 
-  // f: the bank's factors, `count` columns of kh and rows of kw one after another. Throws
-  // std::invalid_argument when !supports(kh, kw) or the factors do not match the sizes.
-  separable_tiles(const rank1_factors& f, int count, int kh, int kw);
+  // Whether the two passes run by FFT (line_fft_passes) for a kh x kw factor pair on out_h x
+  // out_w outputs, box: every kernel of the bank a box (box_factors): where the cost model
+  // prices them below the FMA passes (cuda_separable_ps_per_pixel) or the running sums
+  // (cuda_box_ps_per_pixel), or as force_line_fft says. Never for the shared tile's sizes
+  // unless forced.
+  static bool fft_passes(int kh, int kw, long long out_h, long long out_w, bool box);
+  // The two passes by FFT, ps an output (the row pass runs over out_h + kh - 1 rows).
+  static double fft_passes_ps_per_pixel(int kh, int kw, long long out_h, long long out_w);
+  // Both passes in one kernel (the shared tile, no intermediate) for the bank f on out_h x out_w?
+  static bool in_one_kernel(const rank1_factors& f, int count, int kh, int kw, long long out_h, long long out_w);
+
+  // f: the bank's factors, `count` columns of kh and rows of kw one after another; out_h x
+  // out_w: the plan's output (the FFT passes' line lengths). Throws std::invalid_argument when
+  // !supports(kh, kw) or the factors do not match the sizes.
+  separable_tiles(const rank1_factors& f, int count, int kh, int kw, long long out_h = 4096, long long out_w = 4096);
 
   // Floats of intermediate one input plane of map m needs.
   static long long intermediate_per_plane(const tile_map& m) { return (m.out_h + m.kh - 1) * m.out_w; }
@@ -51,6 +66,7 @@ class separable_tiles {
   int count_, kh_, kw_;
   direct_tiles rows_, columns_;
   std::vector<std::array<float, 2>> box_;  // per kernel: the column and row factors of a box, {0, 0} if not
+  std::unique_ptr<line_fft_passes> fft_;   // the passes by FFT, where fft_passes() says so
 };
 
 }  // namespace gpuconv::conv

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "conv/direct.hpp"
+#include "conv/separable.hpp"
 #include "fft/device/cuda_check.hpp"
 #include "method_check.hpp"
 
@@ -72,6 +73,49 @@ TEST_CASE("GPU direct method matches the reference: modes x operations x boundar
 TEST_CASE("GPU separable method matches the reference: modes x operations x boundaries x types", "[conv][gpu]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
   sweep_cuda(cuda_path::separable);
+}
+
+// The separable method's passes by FFT (separable_fft.hpp), forced for every kernel: the sweep's
+// kernels and images (a segment a line, images smaller than the kernel and than a line).
+TEST_CASE("GPU separable method by FFT passes matches the reference: modes x operations x boundaries x types",
+          "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  struct restore {
+    ~restore() { force_line_fft(0); }
+  } guard;
+  force_line_fft(1);
+  sweep_cuda(cuda_path::separable);
+}
+
+TEST_CASE("GPU separable FFT passes: each line length, segments, banks, batches, narrow pixels", "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  struct restore {
+    ~restore() { force_line_fft(0); }
+  } guard;
+  force_line_fft(1);
+  const auto separable = cuda_forced(cuda_path::separable);
+  options o;
+  o.border = boundary::reflect101;
+  // (line_fft_passes::line_for: 65 and 97 taps on these extents take 256-point lines, 161 and
+  // 255 taps 512, 300 and 700 taps 1024; the reference is O(H W kh kw))
+  check_method<float>(separable, 230, 610, 2, 1, 65, 97, o);         // 4 segments a row, 2 a column
+  check_method<std::uint8_t>(separable, 231, 609, 1, 2, 97, 65, o);  // odd rows: a line without a pair
+  check_method<float>(separable, 300, 410, 1, 1, 161, 161, o);       // gaussian:20's size
+  check_method<std::uint16_t>(separable, 140, 300, 1, 1, 31, 255, o);
+  check_method<float>(separable, 300, 140, 1, 1, 255, 31, o);
+  check_method<float>(separable, 37, 1500, 1, 1, 3, 700, o);         // 1024-point rows, 2 segments
+  check_method<std::uint8_t>(separable, 1500, 29, 1, 1, 300, 5, o);  // 1024-point columns, 3 segments
+  check_method<float>(separable, 64, 64, 40, 3, 65, 65, o);          // a batch of small images, a bank
+  o.mode = output_mode::full;
+  o.border = boundary::constant;
+  o.constant_value = 0.25f;
+  check_method<float>(separable, 100, 120, 2, 1, 129, 101, o);
+  o.mode = output_mode::valid;
+  o.border = boundary::wrap;
+  check_method<float>(separable, 300, 280, 1, 1, 255, 255, o);
+  o.mode = output_mode::same;
+  o.op = operation::correlation;
+  check_method<std::uint16_t>(separable, 200, 150, 2, 1, 80, 66, o);  // even sizes
 }
 
 TEST_CASE("GPU separable method on box kernels (running sums) matches the reference", "[conv][gpu]") {
@@ -276,6 +320,20 @@ TEST_CASE("CUDA method chooser: the cost model's choices and forced methods", "[
   const auto sep13 = make_kernels(1, 13, 13, true, 11), sep25 = make_kernels(1, 25, 25, true, 12);
   CHECK(choose_cuda_method(sep13, 1, 13, 13, 4096, 4096, 1).path == cuda_path::separable);
   CHECK(choose_cuda_method(sep25, 1, 25, 25, 3000, 4000, 3).path == cuda_path::separable);
+  // long rank-1 factors: the separable method's passes by FFT (separable_fft.hpp), which the H100's
+  // sweep measured at 0.305 ms for gaussian:20 on 4096^2 (three-pass 0.336, FMA passes 0.486) and
+  // 0.356 ms at K = 255 (0.534, 0.690); up to 32 taps the shared tile, never the FFT passes
+  const auto sep161 = make_kernels(1, 161, 161, true, 13), sep255 = make_kernels(1, 255, 255, true, 14);
+  CHECK(choose_cuda_method(sep161, 1, 161, 161, 4096, 4096, 1).path == cuda_path::separable);
+  CHECK(choose_cuda_method(sep255, 1, 255, 255, 4096, 4096, 1).path == cuda_path::separable);
+  CHECK(separable_tiles::fft_passes(161, 161, 4096, 4096, false));
+  CHECK(separable_tiles::fft_passes(255, 255, 4096, 4096, false));
+  CHECK_FALSE(separable_tiles::fft_passes(21, 21, 4096, 4096, false));
+  CHECK_FALSE(separable_tiles::fft_passes(801, 801, 4096, 4096, false));  // past line_fft_passes::max_taps
+  CHECK(line_fft_passes::line_for(161, 4096) == 1024);
+  CHECK(line_fft_passes::line_for(63, 4096) == 256);
+  CHECK(line_fft_passes::line_for(161, 256) == 512);  // one segment covers the line
+  CHECK(line_fft_passes::line_for(770, 4096) == 0);
   // a forced tile asks for an FFT path
   CHECK(choose_cuda_method(dense3, 1, 3, 3, 4096, 4096, 1, cuda_path::automatic, 64).path == cuda_path::fused);
   // the automatic choice costs no more than any method forced
