@@ -48,7 +48,7 @@ class separable_tiles {
   // f: the bank's factors, `count` columns of kh and rows of kw one after another; out_h x
   // out_w: the plan's output (the FFT passes' line lengths). Throws std::invalid_argument when
   // !supports(kh, kw) or the factors do not match the sizes.
-  separable_tiles(const rank1_factors& f, int count, int kh, int kw, long long out_h = 4096, long long out_w = 4096);
+  separable_tiles(const rank1_factors& f, int count, int kh, int kw, long long out_h, long long out_w);
 
   // Floats of intermediate one input plane of map m needs.
   static long long intermediate_per_plane(const tile_map& m) { return (m.out_h + m.kh - 1) * m.out_w; }

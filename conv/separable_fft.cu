@@ -232,15 +232,15 @@ line_fft_passes::pass line_fft_passes::make_pass(const float* factors, int count
   if (p.n == 0) throw std::invalid_argument("line_fft_passes: a factor of " + std::to_string(taps) + " taps");
   const int n = p.n;
   std::vector<cf> spectra(std::size_t(count) * n);
-  const double pi = std::acos(-1.0);
+  const auto w = fft::twiddle_table<double>(n);  // W_n^e = exp(-2 pi i e / n)
   for (int k = 0; k < count; ++k) {
     const float* h = factors + std::size_t(k) * taps;
     for (int f = 0; f < n; ++f) {
-      double re = 0, im = 0;  // sum_j h[j] W_n^{j f} / n, W_n = exp(-2 pi i / n)
+      double re = 0, im = 0;  // sum_j h[j] W_n^{j f} / n
       for (int j = 0; j < taps; ++j) {
-        const double a = -2.0 * pi * double((long long)j * f % n) / n;
-        re += h[j] * std::cos(a);
-        im += h[j] * std::sin(a);
+        const auto& e = w[std::size_t((long long)j * f % n)];
+        re += h[j] * e.re;
+        im += h[j] * e.im;
       }
       spectra[std::size_t(k) * n + f] = {float(re / n), float(im / n)};
     }

@@ -49,6 +49,44 @@ unsigned char paeth(int a, int b, int c) {
   return (unsigned char)(pa <= pb && pa <= pc ? a : pb <= pc ? b : c);
 }
 
+// IDAT chunks of at most 256 MiB
+constexpr std::size_t chunk_max = std::size_t(1) << 28;
+
+// A chunk of `length` data bytes appended to png (its data left to the caller); returns where it starts
+std::size_t begin_chunk(std::vector<unsigned char>& png, const char* type, std::size_t length) {
+  const std::size_t at = png.size();
+  png.resize(at + 8 + length);
+  put_be32(png, at, std::uint32_t(length));
+  std::memcpy(png.data() + at + 4, type, 4);
+  return at;
+}
+
+// The chunk at `at`, complete up to png.size(): its length and CRC
+void end_chunk(std::vector<unsigned char>& png, std::size_t at) {
+  const std::size_t length = png.size() - at - 8;
+  put_be32(png, at, std::uint32_t(length));
+  const std::uint32_t crc = chunk_crc(png.data() + at + 4, 4 + length);
+  png.resize(png.size() + 4);
+  put_be32(png, png.size() - 4, crc);
+}
+
+// The signature and IHDR of an h x w image of `channels` samples of `depth` bits; throws
+// std::invalid_argument (naming `who`) for a shape PNG's writers here do not take
+std::vector<unsigned char> png_start(const char* who, int height, int width, int channels, int depth) {
+  if (height < 1 || width < 1 || (channels != 1 && channels != 3 && channels != 4) || (depth != 8 && depth != 16))
+    throw std::invalid_argument(std::string(who) + ": " + std::to_string(height) + " x " + std::to_string(width) +
+                                " x " + std::to_string(channels) + ", " + std::to_string(depth) + "-bit");
+  std::vector<unsigned char> png(signature, signature + 8);
+  const std::size_t ihdr = begin_chunk(png, "IHDR", 13);
+  put_be32(png, ihdr + 8, std::uint32_t(width));
+  put_be32(png, ihdr + 12, std::uint32_t(height));
+  png[ihdr + 16] = (unsigned char)depth;
+  png[ihdr + 17] = (unsigned char)colour_type_of(channels);
+  png[ihdr + 18] = png[ihdr + 19] = png[ihdr + 20] = 0;
+  end_chunk(png, ihdr);
+  return png;
+}
+
 }  // namespace
 
 bool png_scanlines::none_or_sub() const {
@@ -196,42 +234,21 @@ bool unfilter_png(const png_scanlines& s, unsigned char* out) {
 
 std::vector<unsigned char> png_from_zlib(const unsigned char* zlib, std::size_t size, int height, int width,
                                          int channels, int depth) {
-  if (height < 1 || width < 1 || (channels != 1 && channels != 3 && channels != 4) || (depth != 8 && depth != 16))
-    throw std::invalid_argument("png_from_zlib: " + std::to_string(height) + " x " + std::to_string(width) + " x " +
-                                std::to_string(channels));
-  const std::size_t chunk_max = std::size_t(1) << 28;
-  std::vector<unsigned char> png;
-  png.reserve(8 + 25 + size + 12 * (size / chunk_max + 1) + 12);
-  png.insert(png.end(), signature, signature + 8);
-  auto chunk = [&](const char* type, const unsigned char* data, std::size_t length) {
-    const std::size_t at = png.size();
-    png.resize(at + 8);
-    put_be32(png, at, std::uint32_t(length));
-    std::memcpy(png.data() + at + 4, type, 4);
-    png.insert(png.end(), data, data + length);
-    const std::uint32_t crc = chunk_crc(png.data() + at + 4, 4 + length);
-    png.resize(png.size() + 4);
-    put_be32(png, png.size() - 4, crc);
-  };
-  unsigned char ihdr[13];
-  for (int k = 0; k < 4; ++k) {
-    ihdr[k] = (unsigned char)(std::uint32_t(width) >> (24 - 8 * k));
-    ihdr[4 + k] = (unsigned char)(std::uint32_t(height) >> (24 - 8 * k));
+  std::vector<unsigned char> png = png_start("png_from_zlib", height, width, channels, depth);
+  png.reserve(png.size() + size + 12 * (size / chunk_max + 1) + 12);
+  for (std::size_t done = 0; done < size; done += chunk_max) {
+    const std::size_t n = std::min(chunk_max, size - done);
+    const std::size_t at = begin_chunk(png, "IDAT", n);
+    std::memcpy(png.data() + at + 8, zlib + done, n);
+    end_chunk(png, at);
   }
-  ihdr[8] = (unsigned char)depth;
-  ihdr[9] = (unsigned char)colour_type_of(channels);
-  ihdr[10] = ihdr[11] = ihdr[12] = 0;
-  chunk("IHDR", ihdr, 13);
-  for (std::size_t done = 0; done < size; done += chunk_max) chunk("IDAT", zlib + done, std::min(chunk_max, size - done));
-  chunk("IEND", nullptr, 0);
+  end_chunk(png, begin_chunk(png, "IEND", 0));
   return png;
 }
 
 std::vector<unsigned char> png_from_scanlines(const unsigned char* rows, int height, int width, int channels,
                                               int depth) {
-  if (height < 1 || width < 1 || (channels != 1 && channels != 3 && channels != 4) || (depth != 8 && depth != 16))
-    throw std::invalid_argument("png_from_scanlines: " + std::to_string(height) + " x " + std::to_string(width) +
-                                " x " + std::to_string(channels));
+  std::vector<unsigned char> png = png_start("png_from_scanlines", height, width, channels, depth);
   const std::size_t raw = std::size_t(height) * (1 + std::size_t(width) * std::size_t(channels * depth / 8));
   z_stream z{};
   if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15, 8, Z_RLE) != Z_OK)
@@ -240,36 +257,13 @@ std::vector<unsigned char> png_from_scanlines(const unsigned char* rows, int hei
     z_stream* z;
     ~closer() { deflateEnd(z); }
   } close_z{&z};
-  std::vector<unsigned char> png(signature, signature + 8);
-  auto begin_chunk = [&](const char* type, std::size_t length) {
-    const std::size_t at = png.size();
-    png.resize(at + 8 + length);
-    put_be32(png, at, std::uint32_t(length));
-    std::memcpy(png.data() + at + 4, type, 4);
-    return at;
-  };
-  auto end_chunk = [&](std::size_t at) {  // the chunk at `at` is complete up to png.size()
-    const std::size_t length = png.size() - at - 8;
-    put_be32(png, at, std::uint32_t(length));
-    const std::uint32_t crc = chunk_crc(png.data() + at + 4, 4 + length);
-    png.resize(png.size() + 4);
-    put_be32(png, png.size() - 4, crc);
-  };
-  const std::size_t ihdr = begin_chunk("IHDR", 13);
-  put_be32(png, ihdr + 8, std::uint32_t(width));
-  put_be32(png, ihdr + 12, std::uint32_t(height));
-  png[ihdr + 16] = (unsigned char)depth;
-  png[ihdr + 17] = (unsigned char)colour_type_of(channels);
-  png[ihdr + 18] = png[ihdr + 19] = png[ihdr + 20] = 0;
-  end_chunk(ihdr);
-  // IDAT chunks of at most 256 MiB, deflate writing straight into them
+  // IDAT chunks of at most chunk_max bytes, deflate writing straight into them
   const std::size_t bound = deflateBound(&z, uLong(std::min<std::size_t>(raw, std::numeric_limits<uLong>::max())));
-  const std::size_t chunk_max = std::size_t(1) << 28;
   z.next_in = const_cast<unsigned char*>(rows);
   std::size_t in_left = raw;
   for (bool finished = false; !finished;) {
     const std::size_t room = std::min(chunk_max, bound + 64);
-    const std::size_t at = begin_chunk("IDAT", room);
+    const std::size_t at = begin_chunk(png, "IDAT", room);
     z.next_out = png.data() + at + 8;
     z.avail_out = uInt(room);
     int rc = Z_OK;
@@ -283,10 +277,10 @@ std::vector<unsigned char> png_from_scanlines(const unsigned char* rows, int hei
       if (rc != Z_OK && rc != Z_BUF_ERROR) throw std::runtime_error("png_from_scanlines: zlib's deflate failed");
     }
     png.resize(png.size() - z.avail_out);
-    end_chunk(at);
+    end_chunk(png, at);
     finished = rc == Z_STREAM_END;
   }
-  end_chunk(begin_chunk("IEND", 0));
+  end_chunk(png, begin_chunk(png, "IEND", 0));
   return png;
 }
 

@@ -29,15 +29,15 @@ class gpu_deflate {
   // byte): beyond it the caller deflates on the CPU. Device memory taken: ~16.3 bytes a byte.
   static constexpr std::size_t max_input = std::size_t(1) << 28;
 
-  // Compresses n (1..max_input) bytes at `in` (device memory) on `stream` into a zlib stream
-  // (2-byte header, one deflate block, Adler-32), copied to `host` through `copy` (a function
-  // (void* host, const unsigned char* device, size_t bytes) that waits for the copy). False
-  // (and `host` untouched) where the code came out incomplete.
   // Device bytes run() needs for n input bytes (its buffers are kept for the next call), and
   // the largest input its buffers already hold.
   static std::size_t device_bytes(std::size_t n) { return 16 * n + (15 * n) / 8 + (std::size_t(1) << 20); }
   std::size_t held_input() const { return run_index_.size(); }
 
+  // Compresses n (1..max_input) bytes at `in` (device memory) on `stream` into a zlib stream
+  // (2-byte header, one deflate block, Adler-32), copied to `host` through `copy` (a function
+  // (void* host, const unsigned char* device, size_t bytes) that waits for the copy). False
+  // (and `host` untouched) where the code came out incomplete.
   template <typename Copy>
   bool run(const unsigned char* in, std::size_t n, cudaStream_t stream, std::vector<unsigned char>& host, Copy&& copy) {
     std::size_t bytes = 0;
