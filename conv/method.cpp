@@ -142,7 +142,7 @@ double cuda_direct_ps_per_pixel(int kh, int kw) {
   return 2.9 + 0.045 * taps;
 }
 
-double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, int tile_h, std::size_t tile_bytes) {
+double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, long long out_w, int tile_h, std::size_t tile_bytes) {
   const bool tile = separable_tiles::uses_tile(kh, kw);
   const double kw4 = (kw + 3) / 4 * 4, rows = tile ? tile_h : double(out_h);
   const double taps = 1.1 * kw4 * (rows + kh - 1) / rows + 1.15 * kh;
@@ -152,7 +152,9 @@ double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, int tile_h, 
   // block a multiprocessor instead of two (228 KB of shared memory, 1 KB of it reserved a
   // block); the two passes through global memory 15.2 ps at K = 63, 25.2 at 127, 53 at 255
   if (tile) return (4.0 + 0.040 * taps) * (tile_bytes > 113 * 1024 ? 1.9 : 1.0);
-  return 3.1 + 0.084 * taps;
+  // rows narrower than 128 outputs: 1.03-2.8x that on 64^2 and 100^2 images at K = 47..255 (a
+  // fifth more keeps the FFT passes, 0.41-0.60x the FMA passes' time there, K >= 127 on 1024 x 64^2)
+  return (3.1 + 0.084 * taps) * (out_w < 128 ? 1.2 : 1.0);
 }
 
 double cuda_box_ps_per_pixel(int kh, long long out_h) { return 7.5 * double(out_h + kh - 1) / double(out_h); }
@@ -215,7 +217,7 @@ cuda_choice choose_cuda_method(const std::vector<float>& kernels, int count, int
       const std::size_t bytes = tile ? separable_tiles::tile_shared_bytes(out_h, out_w, kh, kw) : 0;
       const double per_pixel = by_fft           ? separable_tiles::fft_passes_ps_per_pixel(kh, kw, out_h, out_w)
                                : !tile && box ? cuda_box_ps_per_pixel(kh, out_h)
-                                              : cuda_separable_ps_per_pixel(kh, kw, out_h, tile_h, bytes);
+                                              : cuda_separable_ps_per_pixel(kh, kw, out_h, out_w, tile_h, bytes);
       const double cost = per_pixel * (tile ? waste(kh, kw) : std::max(waste(1, kw), waste(kh, 1))) * outputs;
       if (forced == cuda_path::separable || cost < best.cost_ps)
         best = {cuda_path::separable, direct_tiling(out_h, out_w, kh, 1), std::move(f), cost};  // the column pass's blocks

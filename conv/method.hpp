@@ -107,8 +107,10 @@ double cuda_direct_ps_per_pixel(int kh, int kw);
 // log-depth error (method.cpp); neither chooser nor autotune picks direct beyond it unless forced.
 inline constexpr long long max_direct_taps = 128;
 // tile_h: the rows of a block's tile (the row pass runs over tile_h + kh - 1 rows of it when the
-// passes share a tile, separable_tiles::uses_tile; over out_h + kh - 1 rows otherwise)
-double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, int tile_h, std::size_t tile_bytes = 0);
+// passes share a tile, separable_tiles::uses_tile; over out_h + kh - 1 rows otherwise); out_w: the
+// output's width (narrow rows cost the passes through global memory more)
+double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, long long out_w, int tile_h,
+                                   std::size_t tile_bytes = 0);
 // box kernels (every factor of the column equal, and of the row: separable_tiles::is_box_size)
 // run as running sums: the 16 B a pixel of the two passes, ~7.5 ps, whatever K.
 double cuda_box_ps_per_pixel(int kh, long long out_h);

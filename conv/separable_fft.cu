@@ -28,20 +28,21 @@ std::atomic<int> forced_mode{[] {
   return mode >= -1 && mode <= 1 ? mode : 0;
 }()};
 
-// N points a line, 16 a thread, 256 threads a block: `lines` lines a block, each line's
+// N points a line, V values a thread, 256 threads a block: `lines` lines a block, each line's
 // block_fft_t exchanging through its own `row_stride` complex values of shared memory.
-template <int N>
+template <int Np, int V>
 struct line_policy {
+  static constexpr int N = Np;
+  static constexpr int per_thread = V;
   static constexpr int threads = 256;
-  static constexpr int per_thread = 16;
   static constexpr int T = N / per_thread;  // threads a line
   static constexpr int lines = threads / T;
   static constexpr int row_stride = N + N / 16;  // block_fft_t::row_shared_elems
-  // blocks an SM the register cap allows (__launch_bounds__): three (85 registers) for 256
-  // points, two (128) for longer lines, whose values then spill (H100, 4096^2, both passes: K = 63
-  // on 256-point lines 0.230 ms with three, 0.269 with two; K = 161 on 1024-point lines 0.305
-  // ms with two, 0.363 with three)
-  static constexpr int min_blocks = N == 256 ? 3 : 2;
+  // blocks an SM the register cap allows (__launch_bounds__): with 16 values a thread three (85
+  // registers) for 256 points, two (128) for longer lines, whose values then spill (H100, 4096^2,
+  // both passes: K = 63 on 256-point lines 0.230 ms with three, 0.269 with two; K = 161 on
+  // 1024-point lines 0.305 ms with two, 0.363 with three); with 8 values three (80, no spill)
+  static constexpr int min_blocks = V == 8 || N == 256 ? 3 : 2;
   // the column pass's staging: N rows x (2 lines) columns, 2 floats of padding a row (a line's
   // float2 reads down a column hit distinct banks)
   static constexpr int columns = 2 * lines;
@@ -51,26 +52,34 @@ struct line_policy {
   static constexpr std::size_t column_bytes = fft_bytes > stage_bytes ? fft_bytes : stage_bytes;
   using forward = fft::block_fft_t<N, T, false>;
   using inverse = fft::block_fft_t<N, T, true>;
+  using values = fft::array_t<cf, V>;
 };
 
-// v (the line's values t + T m) times the spectrum, back to the line's circular convolution
+// the policy each line length runs: 8 values a thread for 512 points, 16 for 256 and 1024 (H100,
+// both passes: 512-point lines 0.255 ms at 4096^2 K = 127 with 8, 0.283 with 16; 1024-point 0.334
+// against 0.302 at K = 161; 256-point mixed, 0.222 / 0.231 at 4096^2 K = 63, 0.340 / 0.306 on
+// 1024 x 64^2 K = 127; 8 values in blocks of 512 threads, two an SM, spilled and lost to both)
 template <int N>
-__device__ GPUCONV_INLINE void convolve_line(fft::array_t<cf, 16>& v, cf* row_shared, int t, const cf* spectrum,
+using line_policy_for = line_policy<N, N == 512 ? 8 : 16>;
+
+// v (the line's values t + T m) times the spectrum, back to the line's circular convolution
+template <typename P>
+__device__ GPUCONV_INLINE void convolve_line(typename P::values& v, cf* row_shared, int t, const cf* spectrum,
                                              const cf* table) {
-  using P = line_policy<N>;
+  constexpr int V = P::per_thread;
   P::forward::run(v, row_shared, t, table);
-  fft::static_for<16>([&](auto j) { v[j.value] = v[j.value] * fft::load_ro(spectrum + t + P::T * j.value); });
+  fft::static_for<V>([&](auto j) { v[j.value] = v[j.value] * fft::load_ro(spectrum + t + P::T * j.value); });
   P::forward::sync();  // the forward passes' shared reads are done before the inverse writes
   P::inverse::run(v, row_shared, t, table);
 }
 
 // Row pass: line l of the launch = (plane, rows 2 p and 2 p + 1 of the intermediate, segment).
-template <int N, typename in_t>
-__global__ void __launch_bounds__(256, line_policy<N>::min_blocks)
+template <typename P, typename in_t>
+__global__ void __launch_bounds__(P::threads, P::min_blocks)
     fft_rows_kernel(const in_t* __restrict__ in, float* __restrict__ tmp, const window_map m, const int kw,
                     const long long segments, const long long pairs, const cf* __restrict__ spectrum,
                     const cf* __restrict__ table) {
-  using P = line_policy<N>;
+  constexpr int N = P::N, V = P::per_thread;
   extern __shared__ __align__(16) unsigned char shared_raw[];
   cf* shared = reinterpret_cast<cf*>(shared_raw);
   const int l = threadIdx.x / P::T, t = threadIdx.x % P::T;
@@ -88,8 +97,8 @@ __global__ void __launch_bounds__(256, line_policy<N>::min_blocks)
   const float outside = m.border == boundary::zero ? 0.f : m.constant_value;
   const in_t* row_a = in + (plane * m.height + (ra < 0 ? 0 : ra)) * m.width;
   const in_t* row_b = in + (plane * m.height + (rb < 0 ? 0 : rb)) * m.width;
-  fft::array_t<cf, 16> v;
-  fft::static_for<16>([&](auto j) {
+  typename P::values v;
+  fft::static_for<V>([&](auto j) {
     const long long x = first + t + P::T * j.value;
     const int c = x >= 0 && x < width ? int(x) : border_index(x, width, m.border);
     const float a = ra < 0 || c < 0 ? outside : float(row_a[c]);
@@ -97,10 +106,10 @@ __global__ void __launch_bounds__(256, line_policy<N>::min_blocks)
     v[j.value].re = a;
     v[j.value].im = b;
   });
-  convolve_line<N>(v, shared + l * P::row_stride, t, spectrum, table);
+  convolve_line<P>(v, shared + l * P::row_stride, t, spectrum, table);
   if (!live) return;
   float* out_a = tmp + (plane * m.out_h + qa) * m.out_w;
-  fft::static_for<16>([&](auto j) {
+  fft::static_for<V>([&](auto j) {
     const int u = t + P::T * j.value;
     const long long x = x0 + u - (kw - 1);
     if (u >= kw - 1 && x < m.out_w) {
@@ -112,12 +121,12 @@ __global__ void __launch_bounds__(256, line_policy<N>::min_blocks)
 
 // Column pass: block b = (plane, strip of 2 * lines columns, segment); the block stages the
 // segment's N rows of its columns, each line takes two columns.
-template <int N, typename out_t>
-__global__ void __launch_bounds__(256, line_policy<N>::min_blocks)
+template <typename P, typename out_t>
+__global__ void __launch_bounds__(P::threads, P::min_blocks)
     fft_columns_kernel(const float* __restrict__ tmp, out_t* __restrict__ out, const window_map m, const int kh,
                        const long long segments, const long long strips, const cf* __restrict__ spectrum,
                        const cf* __restrict__ table) {
-  using P = line_policy<N>;
+  constexpr int N = P::N, V = P::per_thread;
   constexpr int C = P::columns, S = P::stage_stride;
   extern __shared__ __align__(16) unsigned char shared_raw[];
   float* stage = reinterpret_cast<float*>(shared_raw);
@@ -134,15 +143,15 @@ __global__ void __launch_bounds__(256, line_policy<N>::min_blocks)
   }
   __syncthreads();
   const int l = threadIdx.x / P::T, t = threadIdx.x % P::T;
-  fft::array_t<cf, 16> v;
-  fft::static_for<16>([&](auto j) {
+  typename P::values v;
+  fft::static_for<V>([&](auto j) {
     const float2 q = *reinterpret_cast<const float2*>(stage + (t + P::T * j.value) * S + 2 * l);
     v[j.value] = {q.x, q.y};
   });
   __syncthreads();  // the staging is read before the lines' exchanges overwrite it
-  convolve_line<N>(v, shared + l * P::row_stride, t, spectrum, table);
+  convolve_line<P>(v, shared + l * P::row_stride, t, spectrum, table);
   __syncthreads();  // every line's exchanges are done before the staging is written again
-  fft::static_for<16>([&](auto j) {
+  fft::static_for<V>([&](auto j) {
     *reinterpret_cast<float2*>(stage + (t + P::T * j.value) * S + 2 * l) = make_float2(v[j.value].re, v[j.value].im);
   });
   __syncthreads();
@@ -156,30 +165,30 @@ __global__ void __launch_bounds__(256, line_policy<N>::min_blocks)
 
 long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
-template <int N, typename in_t>
+template <typename P, typename in_t>
 void launch_rows(const in_t* in, float* tmp, const window_map& m, int kw, const cf* spectrum, const cf* table,
                  cudaStream_t stream) {
-  using P = line_policy<N>;
+  constexpr int N = P::N;
   const long long segments = ceil_div(m.out_w, N - kw + 1), pairs = ceil_div(m.out_h, 2);
   const long long blocks = ceil_div(m.planes * pairs * segments, P::lines);
   if (blocks < 1) return;
   if (blocks >= (1LL << 31)) throw std::invalid_argument("line_fft_passes: " + std::to_string(blocks) + " blocks");
-  allow_dynamic_shared(&fft_rows_kernel<N, in_t>, P::fft_bytes);
-  fft_rows_kernel<N, in_t><<<(unsigned)blocks, P::threads, P::fft_bytes, stream>>>(in, tmp, m, kw, segments, pairs,
+  allow_dynamic_shared(&fft_rows_kernel<P, in_t>, P::fft_bytes);
+  fft_rows_kernel<P, in_t><<<(unsigned)blocks, P::threads, P::fft_bytes, stream>>>(in, tmp, m, kw, segments, pairs,
                                                                                   spectrum, table);
   check_launch("fft_rows_kernel");
 }
 
-template <int N, typename out_t>
+template <typename P, typename out_t>
 void launch_columns(const float* tmp, out_t* out, const window_map& m, int kh, const cf* spectrum, const cf* table,
                     cudaStream_t stream) {
-  using P = line_policy<N>;
+  constexpr int N = P::N;
   const long long segments = ceil_div(m.out_h, N - kh + 1), strips = ceil_div(m.out_w, P::columns);
   const long long blocks = m.planes * strips * segments;
   if (blocks < 1) return;
   if (blocks >= (1LL << 31)) throw std::invalid_argument("line_fft_passes: " + std::to_string(blocks) + " blocks");
-  allow_dynamic_shared(&fft_columns_kernel<N, out_t>, P::column_bytes);
-  fft_columns_kernel<N, out_t><<<(unsigned)blocks, P::threads, P::column_bytes, stream>>>(
+  allow_dynamic_shared(&fft_columns_kernel<P, out_t>, P::column_bytes);
+  fft_columns_kernel<P, out_t><<<(unsigned)blocks, P::threads, P::column_bytes, stream>>>(
       tmp, out, m, kh, segments, strips, spectrum, table);
   check_launch("fft_columns_kernel");
 }
@@ -222,7 +231,10 @@ int line_fft_passes::line_for(int taps, long long extent) {
 
 double line_fft_passes::pass_ps_per_pixel(int taps, long long extent) {
   const int n = line_for(taps, extent);
-  return n == 0 ? INFINITY : ps_per_flop * flops_per_output(n, taps, extent);
+  // lines shorter than 128 outputs (one segment, mostly padding): 0.69-0.87x the price on 64^2
+  // and 100^2 images (H100, K = 15..255), the transforms' flops without their share of bytes
+  const double short_lines = extent < 128 ? 0.8 : 1.0;
+  return n == 0 ? INFINITY : ps_per_flop * flops_per_output(n, taps, extent) * short_lines;
 }
 
 line_fft_passes::pass line_fft_passes::make_pass(const float* factors, int count, int taps, long long extent) {
@@ -273,16 +285,17 @@ void with_line_length(int n, F&& f) {
 template <typename T>
 void line_fft_passes::rows(const T* in, float* tmp, const window_map& m, int k, cudaStream_t stream) const {
   with_line_length(rows_.n, [&](auto n) {
-    launch_rows<decltype(n)::value>(in, tmp, m, rows_.taps, rows_.spectra.data() + std::size_t(k) * n, rows_.table.data(),
-                                    stream);
+    launch_rows<line_policy_for<decltype(n)::value>>(in, tmp, m, rows_.taps, rows_.spectra.data() + std::size_t(k) * n,
+                                                      rows_.table.data(), stream);
   });
 }
 
 template <typename T>
 void line_fft_passes::columns(const float* tmp, T* out, const window_map& m, int k, cudaStream_t stream) const {
   with_line_length(columns_.n, [&](auto n) {
-    launch_columns<decltype(n)::value>(tmp, out, m, columns_.taps, columns_.spectra.data() + std::size_t(k) * n,
-                                       columns_.table.data(), stream);
+    launch_columns<line_policy_for<decltype(n)::value>>(tmp, out, m, columns_.taps,
+                                                         columns_.spectra.data() + std::size_t(k) * n,
+                                                         columns_.table.data(), stream);
   });
 }
 

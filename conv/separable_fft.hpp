@@ -12,9 +12,9 @@
 // A segment of a line: N consecutive source values from x0 + ox - (kw - 1) (rows: in_ext with
 // the boundary rule; columns: the intermediate, 'valid'); the circular convolution's values
 // kw - 1 .. N - 1 are the outputs x0 .. x0 + N - kw, so segments step N - kw + 1 outputs.
-// Lines of N = 256, 512, 1024 points, 16 values a thread (block_fft_t<N, N / 16>), 256 threads
-// a block; the column pass stages a block's N x (2 * lines) values in shared memory so that
-// its loads and stores run along the rows.
+// Lines of N = 256, 512, 1024 points, 16 values a thread (block_fft_t<N, N / 16>; 8 for 512
+// points), 256 threads a block; the column pass stages a block's N x (2 * lines) values in shared
+// memory so that its loads and stores run along the rows.
 #pragma once
 #include <cuda_runtime.h>
 

@@ -61,9 +61,13 @@ struct cuda_tiling {
 };
 constexpr double fused_ps_per_pixel(int tile) { return tile <= 32 ? 3.9 : tile <= 64 ? 4.5 : 6.5; }
 // three-pass: pass C transforms only the rows that hold outputs and pass B stores only those,
-// so the time per padded pixel scales with the tile's valid fraction (tile - kh + 1) / tile
+// but their share is small: on the H100 a padded pixel costs about the same whatever the tile's
+// valid fraction (tile - kh + 1) / tile (1024 x 64^2 on 256-tiles: 8.5-9.3 ps from K = 15 to
+// 191; 64 x 256^2 on 512-tiles 12.0-12.2 at 0.50-0.63; 4096^2 7.6 / 9.5 / 14.1 at ~0.75), so the
+// fraction only tips the price by a tenth. (Pricing it in full sent small images with long
+// kernels to the three-pass tiles at 1.2-2.1x the separable passes' time.)
 constexpr double three_pass_ps_per_pixel(int tile, int kh) {
-  return (tile <= 256 ? 9.1 : tile <= 512 ? 11.7 : 17.0) * double(tile - kh + 1) / tile;
+  return (tile <= 256 ? 7.8 : tile <= 512 ? 9.7 : 14.5) * (0.9 + 0.1 * double(tile - kh + 1) / tile);
 }
 double multipass_ps_per_pixel(const tiling& t);
 // path: automatic, or the one path to use (plan_options::path); forced > 0 asks for that

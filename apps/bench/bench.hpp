@@ -15,6 +15,7 @@ struct options {
   int iterations = 50;  // deconvolve: Richardson-Lucy iterations per run
   std::string dump;     // deconvolve: a directory for the data and our result (scripts/rl_cupy.py)
   bool passes = false;  // fft3d: time each pass of the forward transform alone too
+  std::vector<std::string> shapes;  // sweep: PLANESxHEIGHTxWIDTH image shapes (empty: the four defaults)
 };
 
 int run_fft1d(const options& opt);

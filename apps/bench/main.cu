@@ -15,7 +15,7 @@ void usage() {
                "usage: gpuconv-bench fft1d [--points P] [--reps R] [--warmup W] [--sizes n1,n2,...] [--csv FILE]\n"
                "       gpuconv-bench conv [--reps R] [--warmup W] [--sizes k1,k2,...] [--tile T] [--csv FILE]\n"
                "       gpuconv-bench host [--reps R] [--warmup W] [--csv FILE]\n"
-               "       gpuconv-bench sweep [--reps R] [--warmup W] [--sizes k1,k2,...] [--csv FILE]\n"
+               "       gpuconv-bench sweep [--reps R] [--warmup W] [--sizes k1,k2,...] [--shapes PxHxW,...] [--csv FILE]\n"
                "       gpuconv-bench fft3d [--reps R] [--warmup W] [--sizes 128,256,512,1024] [--passes] [--csv FILE]\n"
                "       gpuconv-bench conv3d [--reps R] [--warmup W] [--sizes 15,31,63,1024] [--tile T] [--csv FILE]\n"
                "       gpuconv-bench deconvolve [--iterations N] [--reps R] [--warmup W] [--csv FILE] [--dump DIR]\n"
@@ -27,7 +27,8 @@ void usage() {
                "  host   plan::execute on host buffers (pageable and page-locked) against the PCIe floor\n"
                "  sweep  every CUDA method (direct, separable, fused, three-pass, multi-pass) and the automatic\n"
                "         choice, K = 1..255 (--sizes selects), dense and rank-1 kernels, on 1x4096^2, 64x256^2,\n"
-               "         1024x64^2 and 3x3000x4000 (12 MP RGB planes): the crossover table\n"
+               "         1024x64^2 and 3x3000x4000 (12 MP RGB planes; --shapes selects, e.g. 64x256x256): the crossover\n"
+               "         table; rank-1 kernels also time the separable passes by FMA and by FFT each\n"
                "  fft3d  3D R2C/C2R of 128^3, 256^3, 512^3 and 256x1024x1024 (1024) against cuFFT 3D\n"
                "         (--passes: also each pass of the forward transform alone, the strided ones in several shapes)\n"
                "  conv3d 'same' volume convolution of 128x512x512 with K^3 PSFs against a cuFFT 3D pipeline,\n"
@@ -61,7 +62,10 @@ int main(int argc, char** argv) {
       else if (a == "--iterations") opt.iterations = std::stoi(value());
       else if (a == "--dump") opt.dump = value();
       else if (a == "--passes") opt.passes = true;
-      else if (a == "--sizes") {
+      else if (a == "--shapes") {
+        std::stringstream ss(value());
+        for (std::string s; std::getline(ss, s, ',');) opt.shapes.push_back(s);
+      } else if (a == "--sizes") {
         std::stringstream ss(value());
         for (std::string s; std::getline(ss, s, ',');) opt.sizes.push_back(std::stoi(s));
       } else throw std::invalid_argument("unknown option " + a);

@@ -5,7 +5,10 @@
 // boundary; the choice's time over the best method's, flagged past 1.10 (the target: never
 // more than 10% slower). Two kernels per size: a dense random one (separable does not apply)
 // and a rank-1 one (outer product of two random vectors); on 4096^2 also the named kernels users
-// call most (gaussian:2, gaussian:20 = 161 x 161, box:15, box:255). Every method's output is compared
+// call most (gaussian:2, gaussian:20 = 161 x 161, box:15, box:255). Rank-1 kernels also time the
+// separable method's two kinds of passes each (force_line_fft: FMA walks or shared tile, and FFT
+// lines where they hold the factors), the columns the cost model's prices are fitted to. --shapes
+// PLANESxHEIGHTxWIDTH,... replaces the four image shapes. Every method's output is compared
 // with the direct path's, or the first method's (relative L2), so that a wrong result cannot
 // hide behind a fast time.
 #include <algorithm>
@@ -19,6 +22,8 @@
 #include "bench.hpp"
 #include "conv/method.hpp"
 #include "conv/plan.hpp"
+#include "conv/separable.hpp"
+#include "conv/separable_fft.hpp"
 #include "timing.cuh"
 
 namespace gpuconv::bench {
@@ -38,6 +43,7 @@ struct sweep_row {
   int k;
   const char* kernel;  // "dense", "rank-1", or a named kernel ("gauss20", "box255", ...)
   double ms[method_count];  // < 0: the method cannot hold the kernel
+  double sep_fma_ms, sep_fft_ms;  // the separable passes forced each way (< 0: not run)
   conv::cuda_path chosen;
   double chosen_ms, best_ms, err;
 };
@@ -95,7 +101,20 @@ int run_sweep(const options& opt) {
   std::vector<int> sizes = opt.sizes;
   if (sizes.empty())
     sizes = {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 15, 16, 19, 23, 27, 31, 32, 41, 51, 63, 64, 81, 101, 127, 128, 161, 191, 255};
-  const std::vector<sweep_shape> shapes = {{1, 4096, 4096}, {64, 256, 256}, {1024, 64, 64}, {3, 3000, 4000}};
+  std::vector<sweep_shape> shapes = {{1, 4096, 4096}, {64, 256, 256}, {1024, 64, 64}, {3, 3000, 4000}};
+  if (!opt.shapes.empty()) {
+    shapes.clear();
+    for (const std::string& text : opt.shapes) {
+      sweep_shape sh{};
+      char x1 = 0, x2 = 0, extra = 0;
+      if (std::sscanf(text.c_str(), "%d%c%d%c%d%c", &sh.planes, &x1, &sh.height, &x2, &sh.width, &extra) != 5 ||
+          x1 != 'x' || x2 != 'x' || sh.planes < 1 || sh.height < 1 || sh.width < 1) {
+        std::fprintf(stderr, "gpuconv-bench: --shapes: \"%s\" is not PLANESxHEIGHTxWIDTH\n", text.c_str());
+        return 2;
+      }
+      shapes.push_back(sh);
+    }
+  }
   const std::uint64_t seed = (std::uint64_t)std::chrono::steady_clock::now().time_since_epoch().count();
   std::vector<sweep_row> rows;
   // every method and the automatic choice for one kernel on one shape (`io`: its rotating buffers)
@@ -105,7 +124,7 @@ int run_sweep(const options& opt) {
     const auto& in = io.in;
     auto& out = io.out;
     const int sets = io.size();
-    sweep_row r{sh, k, name, {}, conv::cuda_path::automatic, 0, 0, 0};
+    sweep_row r{sh, k, name, {}, -1, -1, conv::cuda_path::automatic, 0, 0, 0};
     bool have_first = false;
     auto time_plan = [&](conv::plan& p) {
       int i = 0;
@@ -131,6 +150,21 @@ int run_sweep(const options& opt) {
         // the method cannot hold this kernel (or the memory cap its workspace)
       }
     }
+    po.path = conv::cuda_path::separable;
+    for (int mode : {-1, 1}) {  // the separable passes each way, where the kernel is rank-1
+      conv::force_line_fft(mode);
+      try {
+        conv::plan p(sh.height, sh.width, sh.planes, kernel.data(), k, k, po);
+        if (mode < 0 || conv::separable_tiles::fft_passes(k, k, sh.height, sh.width, false)) {
+          p.execute_device(in[0].data(), out[0].data(), stream);
+          r.err = std::max(r.err, relative_l2(out[0].data(), first.data(), pixels, stream));
+          (mode < 0 ? r.sep_fma_ms : r.sep_fft_ms) = time_plan(p);
+        }
+      } catch (const std::invalid_argument&) {
+        // not rank-1, or the passes cannot hold the factors
+      }
+    }
+    conv::force_line_fft(0);
     po.path = conv::cuda_path::automatic;
     conv::plan chosen(sh.height, sh.width, sh.planes, kernel.data(), k, k, po);
     r.chosen = chosen.path();
@@ -150,8 +184,9 @@ int run_sweep(const options& opt) {
     if (sh.planes == 1 && sh.height == 4096 && sh.width == 4096)  // the named kernels (detected as separable)
       for (const named_kernel& n : named_kernels()) measure(sh, io, first, n.values, n.k, n.name);
   }
-  std::printf("%-16s %4s %6s | %8s %8s %8s %8s %8s | %-10s %8s %7s %6s | %8s\n", "images", "K", "kernel", "direct",
-              "separ.", "fused", "3pass", "multi", "chosen", "ms", "Gpix/s", "ratio", "err");
+  std::printf("%-16s %4s %6s | %8s %8s %8s %8s %8s %8s %8s | %-10s %8s %7s %6s | %8s\n", "images", "K", "kernel",
+              "direct", "separ.", "sep-fma", "sep-fft", "fused", "3pass", "multi", "chosen", "ms", "Gpix/s", "ratio",
+              "err");
   int within = 0, worst_index = -1;
   double worst = 0;
   for (std::size_t n = 0; n < rows.size(); ++n) {
@@ -159,9 +194,13 @@ int run_sweep(const options& opt) {
     char img[32];
     std::snprintf(img, sizeof img, "%dx%dx%d", r.shape.planes, r.shape.height, r.shape.width);
     std::printf("%-16s %4d %6s |", img, r.k, r.kernel);
-    for (double t : r.ms) {
+    auto cell = [](double t) {
       if (t < 0) std::printf(" %8s", "-");
       else std::printf(" %8.3f", t);
+    };
+    for (int m = 0; m < method_count; ++m) {
+      cell(r.ms[m]);
+      if (methods[m] == conv::cuda_path::separable) cell(r.sep_fma_ms), cell(r.sep_fft_ms);
     }
     const double ratio = r.chosen_ms / r.best_ms;
     const double px = double(r.shape.planes) * r.shape.height * r.shape.width;
@@ -177,15 +216,19 @@ int run_sweep(const options& opt) {
     std::printf("; worst %.2f (%dx%dx%d K=%d %s, chose %s)", worst, w.shape.planes, w.shape.height, w.shape.width, w.k,
                 w.kernel, conv::to_string(w.chosen));
   }
-  std::printf(".\nerr: the largest relative L2 difference between the methods' outputs.\n");
+  std::printf(".\nsep-fma, sep-fft: the separable method's passes forced to FMA walks (or the shared tile) and to FFT\n"
+              "lines (force_line_fft; '-' where they do not apply); ratio counts the five methods as the plan picks\n"
+              "their variants.\nerr: the largest relative L2 difference between the methods' outputs.\n");
   if (!opt.csv.empty()) {
     std::ofstream f(opt.csv);
-    f << "gpu,planes,height,width,k,kernel,direct_ms,separable_ms,fused_ms,three_pass_ms,multipass_ms,chosen,chosen_ms,best_ms,err\n";
+    f << "gpu,planes,height,width,k,kernel,direct_ms,separable_ms,fused_ms,three_pass_ms,multipass_ms,chosen,chosen_ms,best_"
+         "ms,err,separable_fma_ms,separable_fft_ms\n";
     for (const auto& r : rows) {
       f << '"' << gpu << "\"," << r.shape.planes << ',' << r.shape.height << ',' << r.shape.width << ',' << r.k
         << ',' << r.kernel;
       for (double t : r.ms) f << ',' << t;
-      f << ',' << conv::to_string(r.chosen) << ',' << r.chosen_ms << ',' << r.best_ms << ',' << r.err << '\n';
+      f << ',' << conv::to_string(r.chosen) << ',' << r.chosen_ms << ',' << r.best_ms << ',' << r.err << ','
+        << r.sep_fma_ms << ',' << r.sep_fft_ms << '\n';
     }
   }
   for (const auto& r : rows)

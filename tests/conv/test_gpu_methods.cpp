@@ -334,6 +334,23 @@ TEST_CASE("CUDA method chooser: the cost model's choices and forced methods", "[
   CHECK(line_fft_passes::line_for(63, 4096) == 256);
   CHECK(line_fft_passes::line_for(161, 256) == 512);  // one segment covers the line
   CHECK(line_fft_passes::line_for(770, 4096) == 0);
+  // small images with long factors (session 31's sweep, H100): the FFT passes, not the three-pass
+  // tiles, whose padded pixels cost about the same whatever their valid fraction (64 x 256^2
+  // rank-1 K = 127 0.106 ms against 0.145, K = 161 0.138 against 0.207-0.284; 1024 x 64^2 K = 161
+  // 0.346 against 0.574, where the FMA passes take 0.838: narrow rows cost them more)
+  const auto sep127 = make_kernels(1, 127, 127, true, 15), dense161 = make_kernels(1, 161, 161, false, 16);
+  for (auto shape : {std::array<long long, 3>{256, 256, 64}, std::array<long long, 3>{100, 100, 256}}) {
+    INFO(shape[2] << " x " << shape[0] << " x " << shape[1]);
+    CHECK(choose_cuda_method(sep127, 1, 127, 127, shape[0], shape[1], shape[2]).path == cuda_path::separable);
+    CHECK(separable_tiles::fft_passes(127, 127, shape[0], shape[1], false));
+  }
+  CHECK(choose_cuda_method(sep161, 1, 161, 161, 64, 64, 1024).path == cuda_path::separable);
+  CHECK(separable_tiles::fft_passes(161, 161, 64, 64, false));
+  // a dense K = 161 on 256^2 images: one 512-tile a plane (0.207 ms), not nine 256-tiles (0.284)
+  const cuda_choice d161 = choose_cuda_method(dense161, 1, 161, 161, 256, 256, 64);
+  CHECK(d161.path == cuda_path::three_pass);
+  CHECK(d161.tiles.tile_h == 512);
+  CHECK(d161.tiles.tiles_per_plane() == 1);
   // a forced tile asks for an FFT path
   CHECK(choose_cuda_method(dense3, 1, 3, 3, 4096, 4096, 1, cuda_path::automatic, 64).path == cuda_path::fused);
   // the automatic choice costs no more than any method forced
