@@ -12,7 +12,8 @@
 #include "../fft/block/stockham.cuh"
 #include "../fft/device/cuda_check.hpp"
 #include "../fft/device/shared_limit.hpp"
-#include "../fft/plan/twiddle_table.hpp"
+#include "../fft/host/real_1d_host.hpp"
+#include "../fft/plan/device_table.hpp"
 #include "pixel.cuh"
 
 namespace gpuconv::conv {
@@ -243,25 +244,17 @@ line_fft_passes::pass line_fft_passes::make_pass(const float* factors, int count
   p.taps = taps;
   if (p.n == 0) throw std::invalid_argument("line_fft_passes: a factor of " + std::to_string(taps) + " taps");
   const int n = p.n;
-  std::vector<cf> spectra(std::size_t(count) * n);
-  const auto w = fft::twiddle_table<double>(n);  // W_n^e = exp(-2 pi i e / n)
-  for (int k = 0; k < count; ++k) {
-    const float* h = factors + std::size_t(k) * taps;
-    for (int f = 0; f < n; ++f) {
-      double re = 0, im = 0;  // sum_j h[j] W_n^{j f} / n
-      for (int j = 0; j < taps; ++j) {
-        const auto& e = w[std::size_t((long long)j * f % n)];
-        re += h[j] * e.re;
-        im += h[j] * e.im;
-      }
-      spectra[std::size_t(k) * n + f] = {float(re / n), float(im / n)};
-    }
-  }
+  // the factors' spectra / n: the host engine's double transform of each zero-padded factor
+  std::vector<fft::complex_t<double>> lines(std::size_t(count) * n, {0.0, 0.0});
+  for (int k = 0; k < count; ++k)
+    for (int j = 0; j < taps; ++j) lines[std::size_t(k) * n + j].re = factors[std::size_t(k) * taps + j];
+  std::vector<fft::complex_t<double>> scratch(n);
+  fft::host::complex_1d_plan<double>(n).forward(lines.data(), count, scratch.data());
+  std::vector<cf> spectra(lines.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) spectra[i] = {float(lines[i].re / n), float(lines[i].im / n)};
   p.spectra = device_buffer<cf>(spectra.size());
   GPUCONV_CUDA(cudaMemcpy(p.spectra.data(), spectra.data(), p.spectra.bytes(), cudaMemcpyHostToDevice));
-  const auto table = fft::twiddle_table<float>(2 * n);  // block_fft_t's W_{2N}^e
-  p.table = device_buffer<cf>(table.size());
-  GPUCONV_CUDA(cudaMemcpy(p.table.data(), table.data(), p.table.bytes(), cudaMemcpyHostToDevice));
+  p.table = fft::device_twiddle_table(2 * n);  // block_fft_t's W_{2N}^e
   return p;
 }
 
