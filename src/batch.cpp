@@ -437,7 +437,11 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
             continue;
           }
           auto t = stats.time(stage_stats::cpu_decode);
-          m = decode_image_bytes(bytes, items[i].input);  // progressive, gray, CMYK, damaged, ...: libjpeg as always
+          // progressive, gray, CMYK, damaged, ...: libjpeg as always, from the file: OpenCV's
+          // decoder on bytes in memory (imdecode) decodes a truncated JPEG without libjpeg's
+          // "Premature end of JPEG file" warning, so the truncation would go unreported (the GPU
+          // app test "damaged JPEGs" failed that way on the H100 in session 32)
+          m = read_image(items[i].input);
           ++jpegs_on_cpu;
         } else if (png_to_gpu && is_png_name(items[i].input)) {
           // zlib on this thread, the filters on the GPU; anything png_codec does not take (or
@@ -452,9 +456,9 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
               continue;
             }
             m.create(s->height, s->width, CV_MAKETYPE(s->depth == 16 ? CV_16U : CV_8U, s->channels));
-            if (!pipeline::unfilter_png(*s, m.data)) m = decode_image_bytes(bytes, items[i].input);
+            if (!pipeline::unfilter_png(*s, m.data)) m = read_image(items[i].input);
           } else {
-            m = decode_image_bytes(bytes, items[i].input);
+            m = read_image(items[i].input);
           }
         } else {
           auto t = stats.time(stage_stats::cpu_decode);
@@ -653,7 +657,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
               keep(cw->run_gpu_decoded(d->planes.get(), d->height, d->width, jpeg_out, stats.on ? &times : nullptr));
           } else {
             // a JPEG the GPU did not decode: libjpeg decodes it (and reports damage) as always
-            if (auto* f = std::get_if<jpeg_file>(&w->image)) w->image = decode_image_bytes(f->bytes, items[w->index].input);
+            if (std::holds_alternative<jpeg_file>(w->image)) w->image = read_image(items[w->index].input);
             if (auto* p = std::get_if<png_input>(&w->image)) {
               if (jpeg_out)
                 keep(cw->run_gpu_to_jpeg(p->scanlines));

@@ -232,18 +232,6 @@ cv::Mat read_image(const fs::path& file) {
   return checked(std::move(img), name);
 }
 
-cv::Mat decode_image_bytes(const std::vector<unsigned char>& bytes, const fs::path& file) {
-  const std::string name = "input '" + file.string() + "'";
-  cv::Mat img;
-  decoder_text.clear();
-  try {
-    if (!bytes.empty()) img = cv::imdecode(bytes, cv::IMREAD_UNCHANGED);
-  } catch (const cv::Exception& e) {
-    throw input_error(name + ": cannot be decoded (" + e.err + ")");
-  }
-  return checked(std::move(img), name);
-}
-
 std::vector<unsigned char> read_image_bytes(const fs::path& file) {
   const std::string name = "input '" + file.string() + "'";
   check_before_decoding(file, name);

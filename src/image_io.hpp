@@ -55,12 +55,8 @@ cv::Mat read_image(const std::filesystem::path& file);
 
 // The same checks as read_image before decoding (existence, readability, empty file, the
 // pixel limit from the header), then the file's bytes, undecoded (for the GPU's JPEG decoder;
-// a file it refuses goes through decode_image_bytes, so that libjpeg reports damage as always).
+// a file it refuses goes through read_image, so that libjpeg reports damage as always).
 std::vector<unsigned char> read_image_bytes(const std::filesystem::path& file);
-
-// read_image's decode and checks on bytes read_image_bytes already read from `file` (named in
-// the errors), so that a file the GPU's decoders refuse is not read from disk a second time.
-cv::Mat decode_image_bytes(const std::vector<unsigned char>& bytes, const std::filesystem::path& file);
 
 // OpenCV depth (CV_8U, CV_16U, CV_32F) of the output for an input of depth `input_depth`.
 int output_cv_depth(output_depth d, int input_depth);
