@@ -8,7 +8,8 @@
 // call most (gaussian:2, gaussian:20 = 161 x 161, box:15, box:255). Rank-1 kernels also time the
 // separable method's two kinds of passes each (force_line_fft: FMA walks or shared tile, and FFT
 // lines where they hold the factors), the columns the cost model's prices are fitted to. --shapes
-// PLANESxHEIGHTxWIDTH,... replaces the four image shapes. Every method's output is compared
+// PLANESxHEIGHTxWIDTH,... replaces the four image shapes; --tile T forces the fused and three-pass
+// paths onto square tiles of T (the automatic choice stays free). Every method's output is compared
 // with the direct path's, or the first method's (relative L2), so that a wrong result cannot
 // hide behind a fast time.
 #include <algorithm>
@@ -136,6 +137,9 @@ int run_sweep(const options& opt) {
     for (int m = 0; m < method_count; ++m) {
       r.ms[m] = -1;
       po.path = methods[m];
+      // --tile: the fused and three-pass paths on that tile (the smallest of theirs that holds it
+      // and the kernel), for fitting their prices tile by tile
+      po.tile = methods[m] == conv::cuda_path::fused || methods[m] == conv::cuda_path::three_pass ? opt.tile : 0;
       try {
         conv::plan p(sh.height, sh.width, sh.planes, kernel.data(), k, k, po);
         p.execute_device(in[0].data(), out[0].data(), stream);
@@ -166,6 +170,7 @@ int run_sweep(const options& opt) {
     }
     conv::force_line_fft(0);
     po.path = conv::cuda_path::automatic;
+    po.tile = 0;
     conv::plan chosen(sh.height, sh.width, sh.planes, kernel.data(), k, k, po);
     r.chosen = chosen.path();
     r.chosen_ms = time_plan(chosen);
