@@ -150,8 +150,16 @@ double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, long long ou
   // shared tile (session 21's loader and stores) 4.4 ps a pixel at K = 3, 4.7 at 7, 5.6 at 15,
   // 6.5 at 21, 6.9 at 25, and 14.1 at 31, where a block's tile (116 KB on 4096^2) leaves one
   // block a multiprocessor instead of two (228 KB of shared memory, 1 KB of it reserved a
-  // block); the two passes through global memory 15.2 ps at K = 63, 25.2 at 127, 53 at 255
-  if (tile) return (4.0 + 0.040 * taps) * (tile_bytes > 113 * 1024 ? 1.9 : 1.0);
+  // block); the two passes through global memory 15.2 ps at K = 63, 25.2 at 127, 53 at 255.
+  // That lone block is 8 warps there (64 rows); where one block holds a short plane's height
+  // (100^2 images: 104 rows, 13 warps, 122-164 KB at K = 5..31) it ran at the direct method's
+  // rate, not at 1.9x (256 x 100^2 rank-1, K = 9..31: 0.029-0.053 ms against direct 0.033-0.275
+  // and fused 0.035-0.069; the factor sent K = 11..31 to fused at 1.13-1.47x), so the factor is
+  // for blocks of fewer than 12 warps
+  if (tile) {
+    const int warps = tile_h / window_policy::rows_per_thread * window_shape_for(out_h, out_w, kh, kw).tx / 32;
+    return (4.0 + 0.040 * taps) * (tile_bytes > 113 * 1024 && warps < 12 ? 1.9 : 1.0);
+  }
   // rows narrower than 128 outputs: 1.03-2.8x that on 64^2 and 100^2 images at K = 47..255 (a
   // fifth more keeps the FFT passes, 0.41-0.60x the FMA passes' time there, K >= 127 on 1024 x 64^2)
   return (3.1 + 0.084 * taps) * (out_w < 128 ? 1.2 : 1.0);

@@ -346,6 +346,13 @@ TEST_CASE("CUDA method chooser: the cost model's choices and forced methods", "[
   }
   CHECK(choose_cuda_method(sep161, 1, 161, 161, 64, 64, 1024).path == cuda_path::separable);
   CHECK(separable_tiles::fft_passes(161, 161, 64, 64, false));
+  // 256 x 100^2 rank-1 K = 11..31 (session 32's sweep, H100): the shared separable tile, one
+  // 13-warp block a plane (0.030-0.053 ms), not fused (0.037-0.069)
+  for (int k : {11, 15, 23, 31}) {
+    INFO("K = " << k);
+    const auto sep = make_kernels(1, k, k, true, 20 + k);
+    CHECK(choose_cuda_method(sep, 1, k, k, 100, 100, 256).path == cuda_path::separable);
+  }
   // a dense K = 161 on 256^2 images: one 512-tile a plane (0.207 ms), not nine 256-tiles (0.284)
   const cuda_choice d161 = choose_cuda_method(dense161, 1, 161, 161, 256, 256, 64);
   CHECK(d161.path == cuda_path::three_pass);
