@@ -5,7 +5,7 @@
 #include <string>
 
 #include "fft/host/real_1d_host.hpp"
-#include "fft/plan/twiddle_table.hpp"
+#include "fft/plan/device_table.hpp"
 #include "fused_tile.cuh"
 
 namespace gpuconv::conv {
@@ -95,15 +95,8 @@ fused_tiles::fused_tiles(int tile, const std::vector<float>& kernels, int count,
   if (count < 1 || kernels.size() != std::size_t(count) * kh * kw)
     throw std::invalid_argument("fused_tiles: " + std::to_string(kernels.size()) + " kernel values for " +
                                 std::to_string(count) + " kernels of " + std::to_string(kh) + " x " + std::to_string(kw));
-  const std::size_t per = std::size_t(tile) * tile;
-  spectrum_ = device_buffer<cf>(per * count);
-  for (int k = 0; k < count; ++k) {
-    const auto s = spectrum(tile, kernels.data() + std::size_t(k) * kh * kw, kh, kw);
-    GPUCONV_CUDA(cudaMemcpy(spectrum_.data() + per * k, s.data(), per * sizeof(cf), cudaMemcpyHostToDevice));
-  }
-  const auto table = fft::twiddle_table<float>(2 * tile);  // block_fft_t's W_{2N}^e
-  table_ = device_buffer<cf>(table.size());
-  GPUCONV_CUDA(cudaMemcpy(table_.data(), table.data(), table_.bytes(), cudaMemcpyHostToDevice));
+  spectrum_ = device_spectra(tile, kernels, count, kh, kw);
+  table_ = fft::device_twiddle_table(2 * tile);  // block_fft_t's W_{2N}^e
   // tiles of 128 need more than the default 48 KB of dynamic shared memory: raise it once, here
   dispatch_tile(tile, [&](auto t) {
     using policy = typename policy_for<decltype(t)::value>::type;
@@ -114,6 +107,16 @@ fused_tiles::fused_tiles(int tile, const std::vector<float>& kernels, int count,
       GPUCONV_CUDA(cudaFuncSetAttribute(&fused_tile_kernel<policy, std::uint16_t, std::uint16_t>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
     }
   });
+}
+
+device_buffer<cf> fused_tiles::device_spectra(int tile, const std::vector<float>& kernels, int count, int kh, int kw) {
+  const std::size_t per = std::size_t(tile) * tile;
+  device_buffer<cf> out(per * count);
+  for (int k = 0; k < count; ++k) {
+    const auto s = spectrum(tile, kernels.data() + std::size_t(k) * kh * kw, kh, kw);
+    GPUCONV_CUDA(cudaMemcpy(out.data() + per * k, s.data(), per * sizeof(cf), cudaMemcpyHostToDevice));
+  }
+  return out;
 }
 
 template <typename in_t, typename out_t>

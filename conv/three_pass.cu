@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "fft/plan/twiddle_table.hpp"
+#include "fft/plan/device_table.hpp"
 #include "fused.hpp"
 #include "three_pass.cuh"
 
@@ -81,14 +81,8 @@ three_pass_tiles::three_pass_tiles(int tile, const std::vector<float>& kernels, 
                                 std::to_string(count) + " kernels of " + std::to_string(kh) + " x " + std::to_string(kw));
   if (chunk < 1) throw std::invalid_argument("three_pass_tiles: chunk " + std::to_string(chunk) + " is < 1");
   const std::size_t per = std::size_t(tile) * tile;
-  spectrum_ = device_buffer<cf>(per * count);
-  for (int k = 0; k < count; ++k) {
-    const auto s = fused_tiles::spectrum(tile, kernels.data() + std::size_t(k) * kh * kw, kh, kw);
-    GPUCONV_CUDA(cudaMemcpy(spectrum_.data() + per * k, s.data(), per * sizeof(cf), cudaMemcpyHostToDevice));
-  }
-  const auto table = fft::twiddle_table<float>(2 * tile);  // block_fft_t's W_{2N}^e
-  table_ = device_buffer<cf>(table.size());
-  GPUCONV_CUDA(cudaMemcpy(table_.data(), table.data(), table_.bytes(), cudaMemcpyHostToDevice));
+  spectrum_ = fused_tiles::device_spectra(tile, kernels, count, kh, kw);
+  table_ = fft::device_twiddle_table(2 * tile);  // block_fft_t's W_{2N}^e
   work_ = device_buffer<cf>(std::size_t(chunk) * per);
   dispatch_tile(tile, [&](auto t) {
     using policy = policy_for<decltype(t)::value>;
