@@ -142,9 +142,10 @@ double cuda_direct_ps_per_pixel(int kh, int kw) {
   return 2.9 + 0.045 * taps;
 }
 
-double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, long long out_w, int tile_h, std::size_t tile_bytes) {
+double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, long long out_w) {
   const bool tile = separable_tiles::uses_tile(kh, kw);
-  const double kw4 = (kw + 3) / 4 * 4, rows = tile ? tile_h : double(out_h);
+  const window_shape block = tile ? window_shape_for(out_h, out_w, kh, kw) : window_shape{};
+  const double kw4 = (kw + 3) / 4 * 4, rows = tile ? block.tile_h : double(out_h);
   const double taps = 1.1 * kw4 * (rows + kh - 1) / rows + 1.15 * kh;
   // fitted to gpuconv-bench sweep on the H100 (rank-1 kernels on 4096^2 and 3 x 3000 x 4000): the
   // shared tile (session 21's loader and stores) 4.4 ps a pixel at K = 3, 4.7 at 7, 5.6 at 15,
@@ -157,8 +158,8 @@ double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, long long ou
   // and fused 0.035-0.069; the factor sent K = 11..31 to fused at 1.13-1.47x), so the factor is
   // for blocks of fewer than 12 warps
   if (tile) {
-    const int warps = tile_h / window_policy::rows_per_thread * window_shape_for(out_h, out_w, kh, kw).tx / 32;
-    return (4.0 + 0.040 * taps) * (tile_bytes > 113 * 1024 && warps < 12 ? 1.9 : 1.0);
+    const bool lone = separable_tiles::tile_shared_bytes(out_h, out_w, kh, kw) > 113 * 1024;
+    return (4.0 + 0.040 * taps) * (lone && block.tx * block.ty < 12 * 32 ? 1.9 : 1.0);
   }
   // rows narrower than 128 outputs: 1.03-2.8x that on 64^2 and 100^2 images at K = 47..255 (a
   // fifth more keeps the FFT passes, 0.41-0.60x the FMA passes' time there, K >= 127 on 1024 x 64^2)
@@ -221,11 +222,9 @@ cuda_choice choose_cuda_method(const std::vector<float>& kernels, int count, int
       const bool box = box_factors(f, count, kh, kw);
       const bool by_fft = separable_tiles::fft_passes(kh, kw, out_h, out_w, box);
       const bool tile = separable_tiles::uses_tile(kh, kw) && !by_fft;
-      const int tile_h = tile ? direct_tiling(out_h, out_w, kh, kw).valid_h : 0;
-      const std::size_t bytes = tile ? separable_tiles::tile_shared_bytes(out_h, out_w, kh, kw) : 0;
       const double per_pixel = by_fft           ? separable_tiles::fft_passes_ps_per_pixel(kh, kw, out_h, out_w)
                                : !tile && box ? cuda_box_ps_per_pixel(kh, out_h)
-                                              : cuda_separable_ps_per_pixel(kh, kw, out_h, out_w, tile_h, bytes);
+                                              : cuda_separable_ps_per_pixel(kh, kw, out_h, out_w);
       const double cost = per_pixel * (tile ? waste(kh, kw) : std::max(waste(1, kw), waste(kh, 1))) * outputs;
       if (forced == cuda_path::separable || cost < best.cost_ps)
         best = {cuda_path::separable, direct_tiling(out_h, out_w, kh, 1), std::move(f), cost};  // the column pass's blocks

@@ -106,11 +106,10 @@ double cuda_direct_ps_per_pixel(int kh, int kw);
 // Direct sums of more than this many float products lose more to rounding than the FFT's
 // log-depth error (method.cpp); neither chooser nor autotune picks direct beyond it unless forced.
 inline constexpr long long max_direct_taps = 128;
-// tile_h: the rows of a block's tile (the row pass runs over tile_h + kh - 1 rows of it when the
-// passes share a tile, separable_tiles::uses_tile; over out_h + kh - 1 rows otherwise); out_w: the
-// output's width (narrow rows cost the passes through global memory more)
-double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, long long out_w, int tile_h,
-                                   std::size_t tile_bytes = 0);
+// The shared tile where the passes share one (separable_tiles::uses_tile: its block's rows, warps
+// and shared bytes from window_shape_for and separable_tiles::tile_shared_bytes), else the two
+// passes through global memory (the row pass over out_h + kh - 1 rows; narrow outputs cost more).
+double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, long long out_w);
 // box kernels (every factor of the column equal, and of the row: separable_tiles::is_box_size)
 // run as running sums: the 16 B a pixel of the two passes, ~7.5 ps, whatever K.
 double cuda_box_ps_per_pixel(int kh, long long out_h);

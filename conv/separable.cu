@@ -87,7 +87,7 @@ bool separable_tiles::fft_passes(int kh, int kw, long long out_h, long long out_
   const bool fits = line_fft_passes::line_for(kw, out_w) > 0 && line_fft_passes::line_for(kh, out_h) > 0;
   if (const int forced = forced_line_fft(); forced != 0) return forced > 0 && fits;
   if (!fits || uses_tile(kh, kw)) return false;
-  const double other = box ? cuda_box_ps_per_pixel(kh, out_h) : cuda_separable_ps_per_pixel(kh, kw, out_h, out_w, 0);
+  const double other = box ? cuda_box_ps_per_pixel(kh, out_h) : cuda_separable_ps_per_pixel(kh, kw, out_h, out_w);
   return fft_passes_ps_per_pixel(kh, kw, out_h, out_w) < other;
 }
 
