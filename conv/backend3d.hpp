@@ -98,6 +98,7 @@ struct plan3d::impl {
   virtual ~impl() = default;
   virtual backend kind() const = 0;
   virtual cpu_method method() const { return cpu_method::automatic; }
+  virtual cuda_path path() const { return cuda_path::automatic; }  // the CUDA FFT tiles' route
   virtual void execute(const void* in, void* out, pixel p) = 0;
   virtual void execute_device(const void*, void*, pixel, cudaStream_t) {
     throw std::invalid_argument("conv::plan3d::execute_device needs the CUDA backend");

@@ -49,6 +49,7 @@ plan_options plan_for(const deconvolve_options& o, operation op) {
   p.device = o.device;
   p.threads = o.threads;
   p.memory_limit = o.memory_limit;
+  p.path = o.path;
   return p;
 }
 

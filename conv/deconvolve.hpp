@@ -37,6 +37,7 @@ struct deconvolve_options {
   backend device = backend::automatic;  // automatic: CUDA when a device is present
   int threads = 0;                      // CPU backend threads (0: all cores)
   std::size_t memory_limit = 0;         // per plan3d (plan_options::memory_limit; 0: its default)
+  cuda_path path = cuda_path::automatic;  // the two plans' CUDA route (plan_options::path, plan3d::path())
 };
 
 // After each iteration: (iterations done, iterations asked). Returning false stops the run

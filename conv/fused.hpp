@@ -32,6 +32,8 @@ class fused_tiles {
   // The spectrum the kernel multiplies by, computed on the host in double and rounded once:
   // K[kx][ky] = sum_{i,j} k(i, j) W_T^(ky*i + kx*j) / T^2, W_T = exp(-2 pi i / T).
   static std::vector<fft::complex_t<float>> spectrum(int tile, const float* kernel, int kh, int kw);
+  // The same in double, unscaled (sum_{i,j} k(i, j) W_T^(ky*i + kx*j)), [kx][ky].
+  static std::vector<fft::complex_t<double>> spectrum_double(int tile, const float* kernel, int kh, int kw);
   // Every kernel's spectrum(), one after another, on the device (the fused and three-pass
   // paths' multiplier).
   static device_buffer<fft::complex_t<float>> device_spectra(int tile, const std::vector<float>& kernels, int count,

@@ -103,6 +103,25 @@ __device__ GPUCONV_INLINE void publish_origins(const tile_map& m, const pair_til
   if (threadIdx.x < 2 && (threadIdx.x == 0 || p.has_b)) origins[threadIdx.x] = origin_of(m, p.first_tile + threadIdx.x);
 }
 
+// Rows y0 + t + TL*j (j < I; before the boundary rule) of one column of an image, as floats:
+// `column` points at its row 0, rows `width` values apart, `height` rows; `outside` where the
+// rule leaves the image (zero and constant boundaries).
+template <int I, int TL, typename in_t>
+__device__ GPUCONV_INLINE void load_column_rows(const in_t* __restrict__ column, long long y0, int t, long long width,
+                                                long long height, boundary border, float outside, float (&x)[I]) {
+  const long long r0 = y0 + t;
+  if (y0 >= 0 && y0 + I * TL - 1 < height) {  // the whole tile column is inside
+#pragma unroll
+    for (int j = 0; j < I; ++j) x[j] = static_cast<float>(__ldg(column + (r0 + TL * j) * width));
+  } else {
+#pragma unroll
+    for (int j = 0; j < I; ++j) {
+      const int r = border_index(r0 + TL * j, (int)height, border);
+      x[j] = r < 0 ? outside : static_cast<float>(__ldg(column + (long long)r * width));
+    }
+  }
+}
+
 // Column `v` of the tile at o, rows t + TL*j (j < I), as floats; 0 when there is no tile.
 // Neighbouring lanes hold neighbouring columns, so each load is one coalesced row segment.
 template <int I, int TL, typename in_t>
@@ -120,18 +139,7 @@ __device__ GPUCONV_INLINE void load_column(const in_t* __restrict__ in, const ti
     for (int j = 0; j < I; ++j) x[j] = outside;
     return;
   }
-  const in_t* column = in + o.in_plane * m.height * m.width + c;
-  const long long r0 = o.in_y + t;
-  if (o.in_y >= 0 && o.in_y + I * TL - 1 < m.height) {  // the whole tile column is inside
-#pragma unroll
-    for (int j = 0; j < I; ++j) x[j] = static_cast<float>(__ldg(column + (r0 + TL * j) * m.width));
-  } else {
-#pragma unroll
-    for (int j = 0; j < I; ++j) {
-      const int r = border_index(r0 + TL * j, (int)m.height, m.border);
-      x[j] = r < 0 ? outside : static_cast<float>(__ldg(column + (long long)r * m.width));
-    }
-  }
+  load_column_rows<I, TL>(in + o.in_plane * m.height * m.width + c, o.in_y, t, m.width, m.height, m.border, outside, x);
 }
 
 // Writes the valid outputs of column `v` of the tile at o from x[j] (rows t + TL*j).
@@ -150,6 +158,60 @@ __device__ GPUCONV_INLINE void store_column(out_t* __restrict__ out, const tile_
     const long long y = o.out_y + a;
     if (a >= 0 && y < m.out_h) column[y * m.out_w] = store_pixel<out_t>(x[j]);
   }
+}
+
+}  // namespace detail
+
+namespace detail {
+
+// The 2D transform of a tile held one line a lane (policy's layout: line first + lanes*h of a
+// thread, values t + TL*j), through the shared lines (T lines of stride line_stride); every
+// thread of the block calls it. On entry v[h][j] = x(y = t + TL*j, x = line); on exit
+// v[h][j] = X(ky = line, kx = t + TL*j): column FFTs, a transpose through shared memory, row
+// FFTs. The shared lines must be free on entry (the caller synchronises after their last use).
+template <typename policy, typename forward_t, int I = policy::items_per_thread, int L = policy::lines_per_thread>
+__device__ GPUCONV_INLINE void tile_forward_2d(fft::array_t<fft::complex_t<float>, I> (&v)[L], fft::complex_t<float>* shared,
+                                               int first, int t, const fft::complex_t<float>* table) {
+  constexpr int TL = policy::threads_per_line, lanes = policy::lanes, stride = policy::line_stride;
+  auto line_of = [&](int h) { return first + lanes * h; };
+  auto line_shared = [&](int h) { return shared + line_of(h) * stride; };
+  // columns: v[h][j] = X(ky = t + TL*j, x = line)
+  fft::static_for<L>([&](auto h) { forward_t::run(v[h.value], line_shared(h.value), t, table); });
+  __syncthreads();
+  fft::static_for<L>([&](auto h) {  // [x][ky]
+    fft::static_for<I>([&](auto j) { line_shared(h.value)[t + TL * j.value] = v[h.value][j.value]; });
+  });
+  __syncthreads();
+  fft::static_for<L>([&](auto h) {  // now the line is ky
+    fft::static_for<I>([&](auto j) { v[h.value][j.value] = shared[(t + TL * j.value) * stride + line_of(h.value)]; });
+  });
+  __syncthreads();
+  // rows: v[h][j] = X(ky = line, kx = t + TL*j)
+  fft::static_for<L>([&](auto h) { forward_t::run(v[h.value], line_shared(h.value), t, table); });
+}
+
+// The inverse: on entry v[h][j] = X(ky = line, kx = t + TL*j), on exit v[h][j] = y(t + TL*j,
+// x = line): inverse row FFTs, a transpose, inverse column FFTs (unnormalised). The shared
+// lines must be free on entry.
+template <typename policy, typename inverse_t, int I = policy::items_per_thread, int L = policy::lines_per_thread>
+__device__ GPUCONV_INLINE void tile_inverse_2d(fft::array_t<fft::complex_t<float>, I> (&v)[L], fft::complex_t<float>* shared,
+                                               int first, int t, const fft::complex_t<float>* table) {
+  constexpr int TL = policy::threads_per_line, lanes = policy::lanes, stride = policy::line_stride;
+  auto line_of = [&](int h) { return first + lanes * h; };
+  auto line_shared = [&](int h) { return shared + line_of(h) * stride; };
+  // rows back: v[h][j] = (ky = line, x = t + TL*j)
+  fft::static_for<L>([&](auto h) { inverse_t::run(v[h.value], line_shared(h.value), t, table); });
+  __syncthreads();
+  fft::static_for<L>([&](auto h) {  // [x][ky]
+    fft::static_for<I>([&](auto j) { shared[(t + TL * j.value) * stride + line_of(h.value)] = v[h.value][j.value]; });
+  });
+  __syncthreads();
+  fft::static_for<L>([&](auto h) {  // now the line is x
+    fft::static_for<I>([&](auto j) { v[h.value][j.value] = line_shared(h.value)[t + TL * j.value]; });
+  });
+  __syncthreads();
+  // columns back: v[h][j] = y(t + TL*j, line)
+  fft::static_for<L>([&](auto h) { inverse_t::run(v[h.value], line_shared(h.value), t, table); });
 }
 
 }  // namespace detail
@@ -183,7 +245,6 @@ fused_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_map
   // this thread's lines: first + lanes * h, h < L
   const int first = threadIdx.x % lanes, t = threadIdx.x / lanes;
   auto line_of = [&](int h) { return first + lanes * h; };
-  auto line_shared = [&](int h) { return shared + line_of(h) * stride; };
   const long long pairs_per_kernel = (m.tiles_per_kernel + 1) / 2, pairs = pairs_per_kernel * m.kernels;
   for (long long pair = blockIdx.x; pair < pairs; pair += gridDim.x) {
     const long long kernel = pair / pairs_per_kernel;
@@ -199,38 +260,16 @@ fused_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_map
       detail::load_column<I, TL>(in, m, has_b, origins[1], line_of(h.value), t, b);
       fft::static_for<I>([&](auto j) { v[h.value][j.value] = {a[j.value], b[j.value]}; });
     });
-    // columns: v[h][j] = X(ky = t + TL*j, x = line)
-    fft::static_for<L>([&](auto h) { forward_t::run(v[h.value], line_shared(h.value), t, table); });
-    __syncthreads();
-    fft::static_for<L>([&](auto h) {  // [x][ky]
-      fft::static_for<I>([&](auto j) { line_shared(h.value)[t + TL * j.value] = v[h.value][j.value]; });
-    });
-    __syncthreads();
-    fft::static_for<L>([&](auto h) {  // now the line is ky
-      fft::static_for<I>([&](auto j) { v[h.value][j.value] = shared[(t + TL * j.value) * stride + line_of(h.value)]; });
-    });
-    __syncthreads();
-    // rows: v[h][j] = X(ky = line, kx = t + TL*j), times the kernel's spectrum [kx][ky]
-    // (neighbouring lanes read neighbouring values), then back: v[h][j] = (ky = line, x = t + TL*j)
-    fft::static_for<L>([&](auto h) { forward_t::run(v[h.value], line_shared(h.value), t, table); });
+    // v[h][j] = X(ky = line, kx = t + TL*j), times the kernel's spectrum [kx][ky] (neighbouring
+    // lanes read neighbouring values), then back: v[h][j] = y(t + TL*j, x = line)
+    detail::tile_forward_2d<policy, forward_t>(v, shared, first, t, table);
     fft::static_for<L>([&](auto h) {
       fft::static_for<I>([&](auto j) {
         v[h.value][j.value] = v[h.value][j.value] * twiddle_load::load(spectrum + (t + TL * j.value) * T + line_of(h.value));
       });
     });
     __syncthreads();  // the forward pass's shared reads are done before the inverse writes
-    fft::static_for<L>([&](auto h) { inverse_t::run(v[h.value], line_shared(h.value), t, table); });
-    __syncthreads();
-    fft::static_for<L>([&](auto h) {  // [x][ky]
-      fft::static_for<I>([&](auto j) { shared[(t + TL * j.value) * stride + line_of(h.value)] = v[h.value][j.value]; });
-    });
-    __syncthreads();
-    fft::static_for<L>([&](auto h) {  // now the line is x
-      fft::static_for<I>([&](auto j) { v[h.value][j.value] = line_shared(h.value)[t + TL * j.value]; });
-    });
-    __syncthreads();
-    // columns back: v[h][j] = y(t + TL*j, line)
-    fft::static_for<L>([&](auto h) { inverse_t::run(v[h.value], line_shared(h.value), t, table); });
+    detail::tile_inverse_2d<policy, inverse_t>(v, shared, first, t, table);
     fft::static_for<L>([&](auto h) {
       float a[I], b[I];
       fft::static_for<I>([&](auto j) {

@@ -40,7 +40,11 @@ std::unique_ptr<plan3d::impl> make_backend(problem3d p, bool cpu) {
                                   std::to_string(p.kd) + " x " + std::to_string(p.kh) + " x " + std::to_string(p.kw) +
                                   " kernel is not");
   }
-  return cpu ? make_cpu3d_backend(std::move(p)) : make_cuda3d_backend(std::move(p));
+  if (cpu) return make_cpu3d_backend(std::move(p));
+  // the CUDA FFT tiles: the slice path's tiles priced as what they cost there (tile_map3d.hpp)
+  if (o.tile == 0 && o.path != cuda_path::multipass)
+    p.tiles = choose_tiling3d(p.geo.out_d, p.geo.out_h, p.geo.out_w, p.kd, p.kh, p.kw, 0, max_tile_side_3d, true);
+  return make_cuda3d_backend(std::move(p));
 }
 
 }  // namespace
@@ -79,6 +83,10 @@ long long plan3d::output_width() const { return impl_->prob.geo.out_w; }
 int plan3d::volumes() const { return impl_->prob.volumes; }
 backend plan3d::selected_backend() const { return impl_->kind(); }
 cpu_method plan3d::method() const { return impl_->method(); }
+cuda_path plan3d::path() const {
+  if (impl_->kind() != backend::cuda) return cuda_path::automatic;
+  return impl_->method() == cpu_method::separable ? cuda_path::separable : impl_->path();
+}
 plan3d::tile_shape plan3d::tile() const {
   return {impl_->prob.tiles.tile_d, impl_->prob.tiles.tile_h, impl_->prob.tiles.tile_w};
 }

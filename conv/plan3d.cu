@@ -1,7 +1,9 @@
-// plan3d's CUDA backend: 3D overlap-save tiles through fft::real_3d_plan (rank-1 kernels take
-// the separable method instead, separable3d.cu, unless a path or tile is forced).
+// plan3d's CUDA backend: 3D overlap-save tiles (rank-1 kernels take the separable method
+// instead, separable3d.cu, unless a path or tile is forced).
 //
-// Per chunk of tiles (as many as the workspace cap holds): gather (gather3d_kernel: the
+// Tiles whose slices are squares of 32, 64 or 128 take the slice path (slices3d.hpp: three
+// passes over complex tile pairs) unless plan_options::path is multipass; the others go
+// through fft::real_3d_plan: per chunk of tiles (as many as the workspace cap holds): gather (gather3d_kernel: the
 // boundary rule applied while loading each tile voxel, narrow pixels widened), the 3D
 // convolve of the FFT plan (row R2C, C2C along H, one kernel along D doing FFT * spectrum *
 // IFFT, C2C back along H, row C2R), scatter of each tile's valid block (rounded and
@@ -21,6 +23,7 @@
 #include "fft/device/buffer.hpp"
 #include "fft/plan/real_3d_plan.hpp"
 #include "pixel.cuh"
+#include "slices3d.hpp"
 
 namespace gpuconv::conv {
 
@@ -90,6 +93,23 @@ class cuda3d_backend final : public plan3d::impl {
     const long long per_tile = t.tile_voxels() * 4 + (long long)t.tile_d * t.tile_h * (t.tile_w / 2 + 1) * 8;
     const long long total = prob.volumes * prob.whole_map().tiles_per_volume();
     const std::size_t work_cap = cap_ / 2;
+    if (prob.options.path == cuda_path::fused && !slice_tiles3d::supports(t))
+      throw std::invalid_argument("conv::plan3d: the slice path (path fused) needs square slices of 32, 64 or 128 and a "
+                                  "tile depth of 16..256; the tiles are " + std::to_string(t.tile_d) + " x " +
+                                  std::to_string(t.tile_h) + " x " + std::to_string(t.tile_w));
+    if (slice_tiles3d::supports(t) && prob.options.path != cuda_path::multipass) {
+      const long long per_pair = slice_tiles3d::pair_bytes(t), pairs = (total + 1) / 2;
+      if ((long long)work_cap < per_pair)
+        throw std::invalid_argument("conv::plan3d: the memory cap (" + std::to_string(cap_) + " bytes) is below twice one " +
+                                    std::to_string(t.tile_d) + " x " + std::to_string(t.tile_h) + " x " +
+                                    std::to_string(t.tile_w) + " tile pair's workspace (" + std::to_string(per_pair) +
+                                    " bytes)");
+      chunk_ = std::clamp<long long>((long long)(work_cap / per_pair), 1, pairs);
+      slices_ = std::make_unique<slice_tiles3d>(t, prob.kernel, prob.kd, prob.kh, prob.kw);
+      work_ = device_buffer<cf>(std::size_t(chunk_ * t.tile_voxels()));
+      workspace_bytes_ = work_.bytes() + std::size_t(t.tile_voxels()) * sizeof(cf);
+      return;
+    }
     if ((long long)work_cap < per_tile)
       throw std::invalid_argument("conv::plan3d: the memory cap (" + std::to_string(cap_) + " bytes) is below twice one " +
                                   std::to_string(t.tile_d) + " x " + std::to_string(t.tile_h) + " x " +
@@ -110,10 +130,19 @@ class cuda3d_backend final : public plan3d::impl {
   }
 
   backend kind() const override { return backend::cuda; }
+  cuda_path path() const override { return slices_ ? cuda_path::fused : cuda_path::multipass; }
 
   void execute_device(const void* in, void* out, pixel px, cudaStream_t stream) override {
     device_scope on(device_);
     run(in, out, px, prob.whole_map(), prob.volumes, stream);
+  }
+
+  // The slice path takes the step into its last pass's store; the multipass route does not.
+  bool execute_device_step(const float* in, float* out, const store_step& step, cudaStream_t stream) override {
+    if (!slices_) return false;
+    device_scope on(device_);
+    run(in, out, pixel::f32, prob.whole_map(), prob.volumes, stream, &step);
+    return true;
   }
 
   void execute(const void* in, void* out, pixel px) override {
@@ -170,7 +199,9 @@ class cuda3d_backend final : public plan3d::impl {
   }
 
   // Every tile of `volumes` volumes under map m, chunk by chunk.
-  void run(const void* in, void* out, pixel px, const tile_map3d& map, int volumes, cudaStream_t stream) {
+  // step: the slice path's only (float; execute_device_step).
+  void run(const void* in, void* out, pixel px, const tile_map3d& map, int volumes, cudaStream_t stream,
+           const store_step* step = nullptr) {
     const tiling3d& t = prob.tiles;
     const int log_h = fft::log2_exact(t.tile_h), log_w = fft::log2_exact(t.tile_w);
     const long long total = volumes * map.tiles_per_volume();
@@ -180,6 +211,16 @@ class cuda3d_backend final : public plan3d::impl {
     const unsigned scatter_x = (unsigned)std::max<long long>(
         1, (valid + gather3d_policy::block_threads * gather3d_policy::items_per_thread - 1) /
                (gather3d_policy::block_threads * gather3d_policy::items_per_thread));
+    if (slices_) {
+      const long long pairs = (total + 1) / 2;
+      dispatch_pixel(px, [&](auto type) {
+        using T = decltype(type);
+        for (long long first = 0; first < pairs; first += chunk_)
+          slices_->run<T>(static_cast<const T*>(in), static_cast<T*>(out), map3d_for<T>(map), total, first,
+                          std::min(chunk_, pairs - first), work_.data(), stream, step);
+      });
+      return;
+    }
     dispatch_pixel(px, [&](auto type) {
       using T = decltype(type);
       const tile_map3d m = map3d_for<T>(map);
@@ -200,7 +241,9 @@ class cuda3d_backend final : public plan3d::impl {
 
   int device_ = 0;
   std::size_t cap_ = 0, workspace_bytes_ = 0;
-  long long chunk_ = 1;
+  long long chunk_ = 1;  // tiles a chunk (the slice path: tile pairs)
+  std::unique_ptr<slice_tiles3d> slices_;  // the slice path (slices3d.hpp), where the tiles allow it
+  device_buffer<cf> work_;                 // its chunk of complex tile pairs
   std::unique_ptr<fft::real_3d_plan> fft_;
   device_buffer<float> tiles_;
   device_buffer<cf> spectrum_;

@@ -61,6 +61,12 @@ class plan3d {
   // The method: direct or fft (CPU backend), separable (either backend), automatic (the CUDA
   // backend's FFT tiles).
   cpu_method method() const;
+  // The CUDA backend's route: separable, fused (the slice path: tiles whose slices are squares
+  // of 32, 64 or 128, each slice's 2D transform in one kernel, three passes), or multipass
+  // (fft::real_3d_plan's five passes between a gather and a scatter); automatic on the CPU
+  // backend. plan_options::path multipass forces the last, fused the slice path (throws where
+  // the tiles' slices do not allow it).
+  cuda_path path() const;
   // The tile (powers of two) and the outputs per tile, per axis: {tile_d, tile_h, tile_w}.
   struct tile_shape {
     int tile_d, tile_h, tile_w;

@@ -32,14 +32,26 @@ struct tiling3d {
 constexpr int min_tile_side_3d = 16;   // fft::real_3d_plan's smallest side
 constexpr int max_tile_side_3d = 256;  // the cost model's largest (the FFT takes 1024)
 
+// Tiles the CUDA backend's slice path takes (slices3d.hpp): square slices of 32, 64 or 128,
+// a depth of 16..256.
+inline bool slice_path_tiles(const tiling3d& t) {
+  return t.tile_h == t.tile_w && (t.tile_h == 32 || t.tile_h == 64 || t.tile_h == 128) && t.tile_d >= 16 &&
+         t.tile_d <= 256;
+}
+// The slice path's cost against the multipass route's per unit of the model below: measured
+// 5.7-9.4 ps a tile voxel against 22-24 (H100, 128 x 512 x 512, K = 15..63; docs/notes-3d.md).
+constexpr double slice_path_weight = 0.375;
+
 // Tile sides per axis for an out_d x out_h x out_w output and a kd x kh x kw kernel: the
 // powers of two in [16, 256] (none larger than the axis needs) that minimise the padded
 // voxels times (log2 of the tile's voxels + 8), a pass count proxy (multi-pass pipeline:
 // every pass moves the whole tile; the FFT's work grows with the log). forced > 0: a cube of
 // that side (each axis rounded up to cover its kernel and to 16). max_side: the largest side
 // the model considers (the CPU backend keeps its per-thread tiles in cache with 64).
+// slice_path: the CUDA backend's slice path takes the tiles it can (slice_path_tiles), at
+// slice_path_weight of the cost.
 inline tiling3d choose_tiling3d(long long out_d, long long out_h, long long out_w, int kd, int kh, int kw,
-                                int forced = 0, int max_side = max_tile_side_3d) {
+                                int forced = 0, int max_side = max_tile_side_3d, bool slice_path = false) {
   auto make = [&](int td, int th, int tw) {
     tiling3d t{td, th, tw, td - kd + 1, th - kh + 1, tw - kw + 1, 0, 0, 0};
     t.tiles_z = (out_d + t.valid_d - 1) / t.valid_d;
@@ -64,7 +76,9 @@ inline tiling3d choose_tiling3d(long long out_d, long long out_h, long long out_
       for (int tw = lw; tw <= mw; tw *= 2) {
         const tiling3d t = make(td, th, tw);
         if (t.tile_voxels() > (1LL << 24)) continue;  // 256^3: the workspace of one tile stays < 200 MB
-        const double cost = double(t.tiles_per_volume()) * double(t.tile_voxels()) * (std::log2(double(t.tile_voxels())) + 8);
+        const double cost = double(t.tiles_per_volume()) * double(t.tile_voxels()) *
+                            (std::log2(double(t.tile_voxels())) + 8) *
+                            (slice_path && slice_path_tiles(t) ? slice_path_weight : 1.0);
         if (best.tile_d == 0 || cost < best_cost) {
           best = t;
           best_cost = cost;

@@ -14,6 +14,7 @@ struct options {
   int tile = 0;  // conv: force this square tile (plan_options::tile; 0: the cost model)
   int iterations = 50;  // deconvolve: Richardson-Lucy iterations per run
   std::string dump;     // deconvolve: a directory for the data and our result (scripts/rl_cupy.py)
+  std::string psf = "gaussian";  // deconvolve: gaussian (rank-1) or general (rank-2: core and halo)
   bool passes = false;  // fft3d: time each pass of the forward transform alone too
   std::vector<std::string> shapes;  // sweep: PLANESxHEIGHTxWIDTH image shapes (empty: the four defaults)
 };

@@ -1,5 +1,7 @@
 // gpuconv-bench deconvolve: Richardson-Lucy (conv::richardson_lucy, CUDA backend, run_device)
-// on a 128 x 512 x 512 (D x H x W) fp32 stack with a 31^3 gaussian PSF, `--iterations` (50)
+// on a 128 x 512 x 512 (D x H x W) fp32 stack with a 31^3 PSF (--psf gaussian: rank-1, which
+// plan3d runs by its separable method; --psf general: a core and a halo, rank 2, the FFT
+// tiles - what a measured PSF takes), `--iterations` (50)
 // per run, timed with events (median of --reps after --warmup). Zero boundary, so that the
 // result is the function a CuPy implementation over cupyx.scipy.signal.fftconvolve computes:
 // scripts/rl_cupy.py runs that peer on the same data and compares. The stack: 400 point beads
@@ -26,14 +28,18 @@ constexpr int depth = 128, height = 512, width = 512, psf_side = 31;
 
 // A 31^3 gaussian, sigma 4 across (y, x) and 6 along z (an elongated widefield-like PSF),
 // truncated to the cube, normalised.
-std::vector<float> gaussian_psf() {
+// general: plus a halo of a twentieth of the peak, sigma 8 across and 3 along z (the out-of-focus
+// light of a widefield PSF, roughly): a sum of two rank-1 terms, not rank-1.
+std::vector<float> make_psf(bool general) {
   std::vector<float> psf;
   double sum = 0;
   const int r = psf_side / 2;
   for (int z = -r; z <= r; ++z)
     for (int y = -r; y <= r; ++y)
       for (int x = -r; x <= r; ++x) {
-        psf.push_back(float(std::exp(-0.5 * (x * x / 16.0 + y * y / 16.0 + z * z / 36.0))));
+        double v = std::exp(-0.5 * (x * x / 16.0 + y * y / 16.0 + z * z / 36.0));
+        if (general) v += 0.05 * std::exp(-0.5 * (x * x / 64.0 + y * y / 64.0 + z * z / 9.0));
+        psf.push_back(float(v));
         sum += psf.back();
       }
   for (float& v : psf) v = float(v / sum);
@@ -83,7 +89,8 @@ int run_deconvolve(const options& opt) {
   GPUCONV_CUDA(cudaGetDeviceProperties(&prop, 0));
   const int iterations = opt.iterations;
   const long long n = (long long)depth * height * width;
-  const auto psf = gaussian_psf();
+  const bool general = opt.psf == "general";
+  const auto psf = make_psf(general);
   const std::vector<float> observed = observed_stack(psf);
   const std::size_t count = static_cast<std::size_t>(n);
   device_buffer<float> y(count), u(count);
@@ -99,9 +106,10 @@ int run_deconvolve(const options& opt) {
   std::vector<float> ours(count);
   GPUCONV_CUDA(cudaMemcpy(ours.data(), u.data(), count * 4, cudaMemcpyDeviceToHost));
 
-  std::printf("gpuconv-bench deconvolve on %s: Richardson-Lucy, %d x %d x %d (D x H x W) fp32, %d^3 PSF, zero boundary, "
-              "%d iterations, median of %d runs after %d warm-up\n",
-              prop.name, depth, height, width, psf_side, iterations, reps, warmup);
+  std::printf("gpuconv-bench deconvolve on %s: Richardson-Lucy, %d x %d x %d (D x H x W) fp32, %d^3 %s PSF (%s), zero "
+              "boundary, %d iterations, median of %d runs after %d warm-up\n",
+              prop.name, depth, height, width, psf_side, general ? "general" : "gaussian",
+              general ? "rank 2: the FFT tiles" : "rank-1: the separable method", iterations, reps, warmup);
   std::printf("%10s %12s %14s %22s\n", "ours ms", "ms/iteration", "Gvox/s (conv)", "(2 convolutions/iteration)");
   std::printf("%10.1f %12.2f %14.2f\n", ms, ms / iterations, 2.0 * iterations * n / (ms * 1e6));
   std::printf("peer: python3 scripts/rl_cupy.py DIR after --dump DIR (CuPy RL over cupyx.scipy.signal.fftconvolve, same "

@@ -18,7 +18,7 @@ void usage() {
                "       gpuconv-bench sweep [--reps R] [--warmup W] [--sizes k1,k2,...] [--shapes PxHxW,...] [--tile T] [--csv FILE]\n"
                "       gpuconv-bench fft3d [--reps R] [--warmup W] [--sizes 128,256,512,1024] [--passes] [--csv FILE]\n"
                "       gpuconv-bench conv3d [--reps R] [--warmup W] [--sizes 15,31,63,1024] [--tile T] [--csv FILE]\n"
-               "       gpuconv-bench deconvolve [--iterations N] [--reps R] [--warmup W] [--csv FILE] [--dump DIR]\n"
+               "       gpuconv-bench deconvolve [--iterations N] [--psf gaussian|general] [--reps R] [--warmup W] [--csv FILE] [--dump DIR]\n"
                "  fft1d  batched 1D R2C/C2R, n = 4..4096, against cuFFT (P points per transform, default 2^28)\n"
                "  conv   'same' convolution of 1x4096^2, 64x256^2, 1024x64^2 images, K = 3..127 (and 1000x28^2,\n"
                "         256x100^2 for K <= 15), against the cuFFT pipeline (pad, R2C, multiply, C2R, crop), the\n"
@@ -35,7 +35,8 @@ void usage() {
                "  conv3d 'same' volume convolution of 128x512x512 with K^3 PSFs against a cuFFT 3D pipeline,\n"
                "         then 256x1024x1024 with 31^3 through host buffers in bands (1024 in --sizes, or no --sizes)\n"
                "  deconvolve  Richardson-Lucy on 128x512x512 with a 31^3 PSF, N (50) iterations per run (at most 5\n"
-               "         runs); --dump DIR writes the data and our result for scripts/rl_cupy.py (the CuPy peer)\n");
+               "         runs); --psf gaussian (rank-1, the default) or general (a core and a halo, rank 2: the FFT\n"
+               "         tiles); --dump DIR writes the data and our result for scripts/rl_cupy.py (the CuPy peer)\n");
 }
 
 }  // namespace
@@ -62,6 +63,7 @@ int main(int argc, char** argv) {
       else if (a == "--tile") opt.tile = std::stoi(value());
       else if (a == "--iterations") opt.iterations = std::stoi(value());
       else if (a == "--dump") opt.dump = value();
+      else if (a == "--psf") opt.psf = value();
       else if (a == "--passes") opt.passes = true;
       else if (a == "--shapes") {
         std::stringstream ss(value());
@@ -76,6 +78,8 @@ int main(int argc, char** argv) {
     if (opt.reps < 1 || opt.warmup < 0) throw std::invalid_argument("--reps must be >= 1 and --warmup >= 0");
     if (opt.tile < 0) throw std::invalid_argument("--tile must be >= 0");
     if (opt.iterations < 1) throw std::invalid_argument("--iterations must be >= 1");
+    if (opt.psf != "gaussian" && opt.psf != "general")
+      throw std::invalid_argument("--psf '" + opt.psf + "' is not gaussian or general");
     if (!gpuconv::cuda_device_available()) {
       std::fprintf(stderr, "gpuconv-bench: no CUDA device present\n");
       return 1;

@@ -10,6 +10,7 @@
 // transform of the same column while it is in registers (the convolution's spectrum).
 #pragma once
 #include <algorithm>
+#include <type_traits>
 
 #include "../block/stockham.cuh"
 #include "../device/cuda_check.hpp"
@@ -57,9 +58,11 @@ struct strided_c2c_policy {
 struct strided_no_pointwise {};
 
 // Multiplies value k of column (o, ci) by spectrum[k * inner + ci]: one [n][inner] set shared
-// by every outer index (every tile of a batch).
+// by every outer index (every tile of a batch). Only the values from store_first on are
+// stored (a convolution whose next pass reads no others: the 3D slice path's valid slices).
 struct strided_multiply {
   const complex_t<float>* spectrum;
+  int store_first = 0;
 };
 
 // Launched with policy::block_threads threads and policy::shared_memory_bytes of dynamic shared
@@ -100,10 +103,12 @@ c2c_strided_kernel(const complex_t<float>* in, complex_t<float>* out, long long 
       if constexpr (T > 1) __syncthreads();  // the forward's last shared reads are done before the inverse writes
       inv_t::run(v, column_shared, t, table);
     }
+    int store_first = 0;
+    if constexpr (!std::is_same_v<Pointwise, strided_no_pointwise>) store_first = pointwise.store_first;
     if (valid)
       static_for<P>([&](auto m) {
         const long long k = t + T * m.value;
-        out[base + k * inner] = v[m.value];
+        if (k >= store_first) out[base + k * inner] = v[m.value];
       });
     if constexpr (T > 1) __syncthreads();  // the exchange buffers are free for the next group
   }

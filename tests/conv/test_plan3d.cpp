@@ -309,16 +309,27 @@ TEST_CASE("plan3d CUDA matches the direct reference for every mode, operation an
   check_case(make_options(backend::cuda, o), s);
 }
 
+// The route a plan with these options takes on a shape.
+cuda_path path_of(const plan_options& po, const shape3& s) {
+  const auto k = test::random_reals<float>(std::size_t(s.kd) * s.kh * s.kw, 5);
+  return plan3d(s.d, s.h, s.w, s.volumes, k.data(), s.kd, s.kh, s.kw, po).path();
+}
+
+// tile 16: the multipass route (fft::real_3d_plan); 32: the slice path (slices3d.hpp)
 TEST_CASE("plan3d CUDA with several tiles per axis, batches and bands", "[conv][3d][gpu]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
   options o;
   o.border = GENERATE(boundary::reflect101, boundary::zero, boundary::wrap, boundary::constant);
   o.mode = GENERATE(output_mode::same, output_mode::full, output_mode::valid);
   o.constant_value = -0.5f;
-  // memory limit 0: the whole volume at once; 1 MB: chunks of 14 tiles and bands of three
-  // tile layers (36 output slices: two bands per volume)
+  const int tile = GENERATE(16, 32);
+  // memory limit 0: the whole volume at once; 1 MB: chunks (14 tiles of 16^3, or two pairs of
+  // 32^3 tiles) and bands (three tile layers of 16^3, 36 output slices; one of 32^3, 28)
   const std::size_t limit = GENERATE(std::size_t(0), std::size_t(1) << 20);
-  check_case(make_options(backend::cuda, o, cpu_method::automatic, 16, limit), shape3{70, 37, 35, 2, 5, 7, 6});
+  const auto po = make_options(backend::cuda, o, cpu_method::automatic, tile, limit);
+  const shape3 s{70, 37, 35, 2, 5, 7, 6};
+  REQUIRE(path_of(po, s) == (tile == 16 ? cuda_path::multipass : cuda_path::fused));
+  check_case(po, s);
 }
 
 TEST_CASE("plan3d CUDA narrow voxels are the float result rounded and saturated", "[conv][3d][gpu]") {
@@ -326,9 +337,10 @@ TEST_CASE("plan3d CUDA narrow voxels are the float result rounded and saturated"
   options o;
   o.border = boundary::constant;
   o.constant_value = 300.f;
+  const int tile = GENERATE(16, 32);  // the multipass route, the slice path
   // 1 MB: the volumes and outputs (768 KB) exceed what the workspace leaves: bands
   const std::size_t limit = GENERATE(std::size_t(0), std::size_t(1) << 20);
-  const auto po = make_options(backend::cuda, o, cpu_method::automatic, 16, limit);
+  const auto po = make_options(backend::cuda, o, cpu_method::automatic, tile, limit);
   check_narrow<std::uint8_t>(po, shape3{120, 40, 40, 2, 3, 3, 3});
   check_narrow<std::uint16_t>(po, shape3{120, 40, 40, 1, 2, 3, 4});
 }
@@ -388,6 +400,60 @@ TEST_CASE("plan3d CUDA execute_device equals execute", "[conv][3d][gpu]") {
   const auto k = test::random_reals<float>(125, 12);
   plan3d p(s.d, s.h, s.w, s.volumes, k.data(), s.kd, s.kh, s.kw, make_options(backend::cuda, options{}));
   CHECK(device_equals_host(p, vol, s.volumes) <= 1e-6);
+}
+
+// ---- the slice path (conv/slices3d.hpp): tiles whose slices are squares of 32, 64 or 128 ----
+// (and the several-tiles, bands and narrow cases above with tile 32)
+
+TEST_CASE("plan3d CUDA slice path matches the direct reference for every mode, operation and boundary", "[conv][3d][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  const options o = every_semantics();
+  // 32^3 tiles: several along H and W, a kernel of one and of even taps
+  const shape3 s = GENERATE(shape3{9, 40, 37, 1, 3, 4, 5}, shape3{5, 33, 30, 3, 2, 3, 1});
+  const auto po = make_options(backend::cuda, o, cpu_method::automatic, 32);
+  REQUIRE(path_of(po, s) == cuda_path::fused);
+  check_case(po, s);
+}
+
+TEST_CASE("plan3d CUDA slice path on 64 and 128 slices and on the automatic tiles", "[conv][3d][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  options o;
+  o.border = GENERATE(boundary::reflect101, boundary::constant);
+  o.mode = GENERATE(output_mode::same, output_mode::valid);
+  o.op = GENERATE(operation::convolution, operation::correlation);
+  o.constant_value = 0.25f;
+  // tile 0: the automatic choice, 32 x 64 x 64 for the first shape, 16 x 32 x 32 for the second
+  const auto c = GENERATE(std::make_pair(64, shape3{20, 70, 75, 1, 7, 9, 5}), std::make_pair(128, shape3{10, 130, 140, 1, 5, 5, 4}),
+                          std::make_pair(0, shape3{40, 100, 100, 1, 9, 9, 9}), std::make_pair(0, shape3{16, 200, 200, 1, 5, 5, 5}));
+  const auto po = make_options(backend::cuda, o, cpu_method::automatic, c.first);
+  REQUIRE(path_of(po, c.second) == cuda_path::fused);
+  check_case(po, c.second);
+}
+
+TEST_CASE("plan3d CUDA slice path: execute_device, and the multipass route's result", "[conv][3d][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  const std::size_t limit = GENERATE(std::size_t(0), std::size_t(1) << 20);
+  const shape3 s{20, 45, 50, 2, 5, 6, 7};
+  const auto vol = test::random_reals<float>(std::size_t(s.d * s.h * s.w * s.volumes), 21);
+  const auto k = test::random_reals<float>(std::size_t(s.kd * s.kh * s.kw), 22);
+  options r;
+  r.border = boundary::reflect101;
+  plan_options fused = make_options(backend::cuda, r, cpu_method::automatic, 32, limit), multi = fused;
+  fused.path = cuda_path::fused;
+  multi.path = cuda_path::multipass;
+  plan3d a(s.d, s.h, s.w, s.volumes, k.data(), s.kd, s.kh, s.kw, fused);
+  plan3d b(s.d, s.h, s.w, s.volumes, k.data(), s.kd, s.kh, s.kw, multi);
+  REQUIRE(a.path() == cuda_path::fused);
+  REQUIRE(b.path() == cuda_path::multipass);
+  CHECK(device_equals_host(a, vol, s.volumes) <= 1e-6);
+  std::vector<float> out_a(vol.size()), out_b(vol.size());
+  a.execute(vol.data(), out_a.data());
+  b.execute(vol.data(), out_b.data());
+  CHECK(test::relative_l2(out_a, out_b) <= 1e-5);
+  // path fused where the slices are 16: refused, naming the tiles
+  plan_options small = make_options(backend::cuda, r, cpu_method::automatic, 16);
+  small.path = cuda_path::fused;
+  CHECK_THROWS_AS(plan3d(s.d, s.h, s.w, s.volumes, k.data(), s.kd, s.kh, s.kw, small), std::invalid_argument);
 }
 
 // ---- the CUDA path's index maps, emulated on the host --------------------------------------

@@ -1,0 +1,327 @@
+#include "slices3d.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "fft/host/real_1d_host.hpp"
+#include "fft/kernels/strided_c2c.cuh"
+#include "fft/plan/device_table.hpp"
+#include "fused.hpp"
+#include "fused_tile.cuh"
+#include "rl_steps.hpp"
+
+namespace gpuconv::conv {
+
+namespace {
+
+using cf = fft::complex_t<float>;
+
+// The 2D fused kernel's thread shapes (fused.cu): a 32-slice 8 values a thread (128
+// threads), 64 16 (256 threads), 128 16 and two lines a thread (512 threads).
+template <int side>
+struct slice_policy;
+template <> struct slice_policy<32> { using type = fused_policy<32, 8, 1>; };
+template <> struct slice_policy<64> { using type = fused_policy<64, 16, 1>; };
+#ifndef GPUCONV_SLICES_LINES_128  // tuning builds: lines a thread on 128-slices (1: 1024 threads)
+#define GPUCONV_SLICES_LINES_128 2
+#endif
+template <> struct slice_policy<128> { using type = fused_policy<128, 16, GPUCONV_SLICES_LINES_128>; };
+
+template <typename F>
+void dispatch_side(int side, F&& f) {
+  switch (side) {
+    case 32: f(std::integral_constant<int, 32>{}); return;
+    case 64: f(std::integral_constant<int, 64>{}); return;
+    case 128: f(std::integral_constant<int, 128>{}); return;
+    default: throw std::invalid_argument("slice_tiles3d: slices of " + std::to_string(side) + " (32, 64 or 128)");
+  }
+}
+
+template <typename F>
+void dispatch_depth(int depth, F&& f) {
+  switch (depth) {
+    case 16: f(std::integral_constant<int, 16>{}); return;
+    case 32: f(std::integral_constant<int, 32>{}); return;
+    case 64: f(std::integral_constant<int, 64>{}); return;
+    case 128: f(std::integral_constant<int, 128>{}); return;
+    case 256: f(std::integral_constant<int, 256>{}); return;
+    default: throw std::invalid_argument("slice_tiles3d: tile depth " + std::to_string(depth) + " (16..256)");
+  }
+}
+
+// Where one tile's slice sits. Pass A: base = the offset of the source slice in the input
+// (row 0, column 0), or -1 when the whole slice is `fill` (outside the volume, past a band's
+// slab, or no tile); y, x = the input coordinates of the slice's element (0, 0) before the
+// boundary rule. Pass C: base = the offset of the output slice, or -1 (no tile, or past the
+// unit's last output slice); y, x = the tile's first output row and column.
+struct slice_origin {
+  long long base, y, x;
+  float fill;
+};
+static_assert(sizeof(slice_origin) <= 48, "slice_origin: the fused policy's shared memory holds two of 48 bytes");
+
+__device__ GPUCONV_INLINE slice_origin source_of(const tile_map3d& m, long long g, bool present, int u) {
+  if (!present) return {-1, 0, 0, 0.f};
+  const tile_map3d::tile_at at = m.locate(g);
+  const long long p = m.z_first + at.z0 + u + m.oz - (m.kd - 1);
+  long long s;
+  if (m.slab_extended) {
+    s = p - m.slab_first;
+    if (s >= m.slab_depth) return {-1, 0, 0, 0.f};
+  } else {
+    s = border_index(p, (int)m.depth, m.border);
+    if (s < 0) return {-1, 0, 0, m.border == boundary::zero ? 0.f : m.constant_value};
+  }
+  return {(at.volume * m.slab_depth + s) * m.height * m.width, at.y0 + m.oy - (m.kh - 1), at.x0 + m.ox - (m.kw - 1),
+          0.f};
+}
+
+__device__ GPUCONV_INLINE slice_origin output_of(const tile_map3d& m, long long g, bool present, int a) {
+  if (!present) return {-1, 0, 0, 0.f};
+  const tile_map3d::tile_at at = m.locate(g);
+  const long long z = at.z0 + a;
+  if (m.z_first + z >= m.z_end) return {-1, 0, 0, 0.f};
+  return {((at.volume * (m.z_end - m.z_first) + z) * m.out_h) * m.out_w, at.y0, at.x0, 0.f};
+}
+
+// Column w of the slice at o, rows t + TL*j (j < I), as floats (tile_map3d::gather_at's
+// rules); neighbouring lanes hold neighbouring columns.
+template <int I, int TL, typename in_t>
+__device__ GPUCONV_INLINE void load_slice_column(const in_t* __restrict__ in, const tile_map3d& m,
+                                                 const slice_origin& o, int w, int t, float (&x)[I]) {
+  if (o.base < 0) {
+#pragma unroll
+    for (int j = 0; j < I; ++j) x[j] = o.fill;
+    return;
+  }
+  const float outside = m.border == boundary::zero ? 0.f : m.constant_value;
+  const int c = border_index(o.x + w, (int)m.width, m.border);
+  if (c < 0) {
+#pragma unroll
+    for (int j = 0; j < I; ++j) x[j] = outside;
+    return;
+  }
+  detail::load_column_rows<I, TL>(in + o.base + c, o.y, t, m.width, m.height, m.border, outside, x);
+}
+
+// What pass C stores: the sum (rounded and saturated for narrow voxels), or Richardson-Lucy's
+// ratio or update step of it (backend3d.hpp's store_step; floats), chosen at compile time.
+enum class store_kind { plain, ratio, update };
+
+// Writes the valid outputs of column w of the slice at o from x[j] (rows t + TL*j); a step
+// reads its operand from st.aux at the output's index. eps: the ratio step's guard.
+template <store_kind sk, int I, int TL, typename out_t>
+__device__ GPUCONV_INLINE void store_slice_column(out_t* __restrict__ out, const tile_map3d& m, const slice_origin& o,
+                                                  int w, int t, const float (&x)[I], const store_step& st, float eps) {
+  if (o.base < 0) return;
+  const int c = w - (m.kw - 1);
+  if (c < 0) return;
+  const long long xo = o.x + c;
+  if (xo >= m.out_w) return;
+  const long long at = o.base + xo;
+#pragma unroll
+  for (int j = 0; j < I; ++j) {
+    const int b = t + TL * j - (m.kh - 1);
+    const long long y = o.y + b;
+    if (b >= 0 && y < m.out_h) {
+      const long long e = at + y * m.out_w;
+      if constexpr (sk == store_kind::plain)
+        out[e] = store_pixel<out_t>(x[j]);
+      else if constexpr (sk == store_kind::ratio)
+        out[e] = rl::ratio(__ldg(st.aux + e), x[j], eps);
+      else
+        out[e] = rl::next(__ldg(st.aux + e), x[j], 1.f);
+    }
+  }
+}
+
+// Pass A. Block b: slice u = b mod tile_d of pair first_pair + b / tile_d (tiles 2p, 2p + 1 of
+// the map, the second absent past `total`). Thread layout as fused_tile_kernel's: line =
+// threadIdx.x mod lanes (+ lanes for a second line), t = threadIdx.x / lanes.
+template <typename policy, typename in_t>
+__global__ void __launch_bounds__(policy::block_threads, policy::min_blocks)
+slice_forward_kernel(const in_t* __restrict__ in, tile_map3d m, long long total, long long first_pair,
+                     cf* __restrict__ work, const cf* __restrict__ table) {
+  constexpr int T = policy::tile, TL = policy::threads_per_line, I = policy::items_per_thread;
+  constexpr int L = policy::lines_per_thread, lanes = policy::lanes, stride = policy::line_stride;
+  using forward_t = fft::block_fft_t<T, TL, false, fft::twiddle_load_late, true>;
+  extern __shared__ __align__(16) unsigned char shared_raw[];
+  cf* shared = reinterpret_cast<cf*>(shared_raw);
+  auto* origins = reinterpret_cast<slice_origin*>(shared_raw + T * stride * 8);
+
+  const unsigned td = (unsigned)m.tile_d;
+  const long long local_pair = blockIdx.x / td;
+  const int u = (int)(blockIdx.x % td);
+  const long long g = 2 * (first_pair + local_pair);
+  if (threadIdx.x < 2) origins[threadIdx.x] = source_of(m, g + threadIdx.x, g + threadIdx.x < total, u);
+  __syncthreads();
+
+  const int first = threadIdx.x % lanes, t = threadIdx.x / lanes;
+  auto line_of = [&](int h) { return first + lanes * h; };
+  fft::array_t<cf, I> v[L];
+  fft::static_for<L>([&](auto h) {
+    float a[I], b[I];
+    load_slice_column<I, TL>(in, m, origins[0], line_of(h.value), t, a);
+    load_slice_column<I, TL>(in, m, origins[1], line_of(h.value), t, b);
+    fft::static_for<I>([&](auto j) { v[h.value][j.value] = {a[j.value], b[j.value]}; });
+  });
+  // v[h][j] = X(ky = line, kx = t + TL*j), stored [kx][ky] (neighbouring lanes, neighbouring values)
+  detail::tile_forward_2d<policy, forward_t>(v, shared, first, t, table);
+  cf* slice = work + ((long long)local_pair * td + u) * (T * T);
+  fft::static_for<L>([&](auto h) {
+    fft::static_for<I>([&](auto j) { slice[(t + TL * j.value) * T + line_of(h.value)] = v[h.value][j.value]; });
+  });
+}
+
+// Pass C. Block b: valid slice a = b mod valid_d (tile slice a + kd - 1) of pair first_pair +
+// b / valid_d.
+template <typename policy, typename out_t, store_kind sk = store_kind::plain>
+__global__ void __launch_bounds__(policy::block_threads, policy::min_blocks)
+slice_inverse_kernel(const cf* __restrict__ work, out_t* __restrict__ out, tile_map3d m, long long total,
+                     long long first_pair, const cf* __restrict__ table, store_step st) {
+  static_assert(sk == store_kind::plain || std::is_same_v<out_t, float>, "the RL steps store floats");
+  constexpr int T = policy::tile, TL = policy::threads_per_line, I = policy::items_per_thread;
+  constexpr int L = policy::lines_per_thread, lanes = policy::lanes, stride = policy::line_stride;
+  using inverse_t = fft::block_fft_t<T, TL, true, fft::twiddle_load_late, true>;
+  extern __shared__ __align__(16) unsigned char shared_raw[];
+  cf* shared = reinterpret_cast<cf*>(shared_raw);
+  auto* origins = reinterpret_cast<slice_origin*>(shared_raw + T * stride * 8);
+
+  const unsigned vd = (unsigned)m.valid_d;
+  const long long local_pair = blockIdx.x / vd;
+  const int a = (int)(blockIdx.x % vd);
+  const long long g = 2 * (first_pair + local_pair);
+  if (threadIdx.x < 2) origins[threadIdx.x] = output_of(m, g + threadIdx.x, g + threadIdx.x < total, a);
+  __syncthreads();
+  if (origins[0].base < 0 && origins[1].base < 0) return;  // the whole block: no output slice here
+
+  const int first = threadIdx.x % lanes, t = threadIdx.x / lanes;
+  auto line_of = [&](int h) { return first + lanes * h; };
+  const cf* slice = work + ((long long)local_pair * m.tile_d + a + m.kd - 1) * (T * T);
+  fft::array_t<cf, I> v[L];
+  fft::static_for<L>([&](auto h) {  // v[h][j] = X(ky = line, kx = t + TL*j)
+    fft::static_for<I>([&](auto j) { v[h.value][j.value] = slice[(t + TL * j.value) * T + line_of(h.value)]; });
+  });
+  // v[h][j] = y(t + TL*j, x = line)
+  detail::tile_inverse_2d<policy, inverse_t>(v, shared, first, t, table);
+  float eps = 0.f;
+  if constexpr (sk == store_kind::ratio) eps = st.epsilon * __ldg(st.max_y);
+  fft::static_for<L>([&](auto h) {
+    float re[I], im[I];
+    fft::static_for<I>([&](auto j) {
+      re[j.value] = v[h.value][j.value].re;
+      im[j.value] = v[h.value][j.value].im;
+    });
+    store_slice_column<sk, I, TL>(out, m, origins[0], line_of(h.value), t, re, st, eps);
+    store_slice_column<sk, I, TL>(out, m, origins[1], line_of(h.value), t, im, st, eps);
+  });
+}
+
+}  // namespace
+
+std::vector<cf> slice_tiles3d::spectrum(const tiling3d& t, const std::vector<float>& kernel, int kd, int kh, int kw) {
+  if (!supports(t))
+    throw std::invalid_argument("slice_tiles3d: tiles of " + std::to_string(t.tile_d) + " x " + std::to_string(t.tile_h) +
+                                " x " + std::to_string(t.tile_w) + " (square slices of 32, 64 or 128, depth 16..256)");
+  if (kd > t.tile_d || kh > t.tile_h || kw > t.tile_w || kernel.size() != std::size_t(kd) * kh * kw)
+    throw std::invalid_argument("slice_tiles3d: the kernel does not fit the tile");
+  const int T = t.tile_h, D = t.tile_d;
+  const std::size_t plane = std::size_t(T) * T;
+  // each kernel slice's 2D spectrum [kx][ky] in double, then the transform along D per (kx, ky)
+  std::vector<fft::complex_t<double>> slices(plane * kd);
+  for (int l = 0; l < kd; ++l) {
+    const auto s = fused_tiles::spectrum_double(T, kernel.data() + std::size_t(l) * kh * kw, kh, kw);
+    std::copy(s.begin(), s.end(), slices.begin() + plane * l);
+  }
+  const fft::host::complex_1d_plan<double> along_d(D);
+  std::vector<fft::complex_t<double>> column(D), scratch(D);
+  const double scale = 1.0 / (double(D) * plane);
+  std::vector<cf> out(plane * D);
+  for (std::size_t e = 0; e < plane; ++e) {
+    for (int l = 0; l < D; ++l) column[l] = l < kd ? slices[plane * l + e] : fft::complex_t<double>{0, 0};
+    along_d.forward(column.data(), 1, scratch.data());
+    for (int kz = 0; kz < D; ++kz) out[plane * kz + e] = {float(column[kz].re * scale), float(column[kz].im * scale)};
+  }
+  return out;
+}
+
+slice_tiles3d::slice_tiles3d(const tiling3d& t, const std::vector<float>& kernel, int kd, int kh, int kw)
+    : tiles_(t), kd_(kd) {
+  const auto host = spectrum(t, kernel, kd, kh, kw);
+  spectrum_ = device_buffer<cf>(host.size());
+  GPUCONV_CUDA(cudaMemcpy(spectrum_.data(), host.data(), spectrum_.bytes(), cudaMemcpyHostToDevice));
+  slice_table_ = fft::device_twiddle_table(2 * t.tile_h);  // block_fft_t's W_{2N}^e
+  depth_table_ = fft::device_twiddle_table(2 * t.tile_d);
+  const int sms = fft::current_device_sms();
+  dispatch_depth(t.tile_d, [&](auto n) { along_d_grid_ = fft::strided_grid<decltype(n)::value>(1LL << 40, sms); });
+  dispatch_side(t.tile_h, [&](auto side) {
+    using policy = typename slice_policy<decltype(side)::value>::type;
+    constexpr int bytes = policy::shared_memory_bytes;
+    allow_dynamic_shared(&slice_forward_kernel<policy, float>, bytes);
+    allow_dynamic_shared(&slice_forward_kernel<policy, std::uint8_t>, bytes);
+    allow_dynamic_shared(&slice_forward_kernel<policy, std::uint16_t>, bytes);
+    allow_dynamic_shared(&slice_inverse_kernel<policy, float>, bytes);
+    allow_dynamic_shared(&slice_inverse_kernel<policy, std::uint8_t>, bytes);
+    allow_dynamic_shared(&slice_inverse_kernel<policy, std::uint16_t>, bytes);
+    allow_dynamic_shared(&slice_inverse_kernel<policy, float, store_kind::ratio>, bytes);
+    allow_dynamic_shared(&slice_inverse_kernel<policy, float, store_kind::update>, bytes);
+  });
+}
+
+template <typename T>
+void slice_tiles3d::run(const T* in, T* out, const tile_map3d& m, long long total, long long first_pair,
+                        long long pairs, cf* work, cudaStream_t stream, const store_step* step) const {
+  if constexpr (!std::is_same_v<T, float>)
+    if (step != nullptr) throw std::invalid_argument("slice_tiles3d::run: the RL steps store floats");
+  if (m.tile_d != tiles_.tile_d || m.tile_h != tiles_.tile_h || m.tile_w != tiles_.tile_w || m.kd != kd_)
+    throw std::invalid_argument("slice_tiles3d::run: the map's tiles are not the plan's");
+  if (pairs < 1) return;
+  const long long slices = pairs * tiles_.tile_d;
+  if (slices >= (1LL << 31)) throw std::invalid_argument("slice_tiles3d::run: more than 2^31 - 1 slices in one launch");
+  const int side = tiles_.tile_h;
+  dispatch_side(side, [&](auto s) {
+    using policy = typename slice_policy<decltype(s)::value>::type;
+    slice_forward_kernel<policy, T><<<(unsigned)slices, policy::block_threads, policy::shared_memory_bytes, stream>>>(
+        in, m, total, first_pair, work, slice_table_.data());
+    check_launch("slice_forward_kernel");
+  });
+  const long long columns = pairs * side * side;
+  dispatch_depth(tiles_.tile_d, [&](auto n) {
+    constexpr int N = decltype(n)::value;
+    using policy = fft::strided_c2c_policy<N>;
+    const long long groups = (columns + policy::columns_per_block - 1) / policy::columns_per_block;
+    const unsigned grid = (unsigned)std::min<long long>(groups, along_d_grid_);
+    fft::launch_c2c_strided<N, false>(work, work, columns, (long long)side * side, grid, depth_table_.data(),
+                                      fft::strided_multiply{spectrum_.data(), kd_ - 1}, stream);
+  });
+  dispatch_side(side, [&](auto s) {
+    using policy = typename slice_policy<decltype(s)::value>::type;
+    auto launch = [&](auto kernel, const store_step& st) {
+      kernel<<<(unsigned)(pairs * tiles_.valid_d), policy::block_threads, policy::shared_memory_bytes, stream>>>(
+          work, out, m, total, first_pair, slice_table_.data(), st);
+      check_launch("slice_inverse_kernel");
+    };
+    if constexpr (std::is_same_v<T, float>) {
+      if (step != nullptr) {
+        if (step->what == store_step::kind::ratio)
+          launch(slice_inverse_kernel<policy, float, store_kind::ratio>, *step);
+        else
+          launch(slice_inverse_kernel<policy, float, store_kind::update>, *step);
+        return;
+      }
+    }
+    launch(slice_inverse_kernel<policy, T>, store_step{});
+  });
+}
+
+#define GPUCONV_SLICES3D_RUN(T)                                                                              \
+  template void slice_tiles3d::run<T>(const T*, T*, const tile_map3d&, long long, long long, long long, cf*, \
+                                      cudaStream_t, const store_step*) const;
+GPUCONV_SLICES3D_RUN(float)
+GPUCONV_SLICES3D_RUN(std::uint8_t)
+GPUCONV_SLICES3D_RUN(std::uint16_t)
+#undef GPUCONV_SLICES3D_RUN
+
+}  // namespace gpuconv::conv
