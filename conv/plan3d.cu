@@ -137,14 +137,6 @@ class cuda3d_backend final : public plan3d::impl {
     run(in, out, px, prob.whole_map(), prob.volumes, stream);
   }
 
-  // The slice path takes the step into its last pass's store; the multipass route does not.
-  bool execute_device_step(const float* in, float* out, const store_step& step, cudaStream_t stream) override {
-    if (!slices_) return false;
-    device_scope on(device_);
-    run(in, out, pixel::f32, prob.whole_map(), prob.volumes, stream, &step);
-    return true;
-  }
-
   void execute(const void* in, void* out, pixel px) override {
     device_scope on(device_);
     const std::size_t bytes = pixel_bytes(px);
@@ -199,9 +191,7 @@ class cuda3d_backend final : public plan3d::impl {
   }
 
   // Every tile of `volumes` volumes under map m, chunk by chunk.
-  // step: the slice path's only (float; execute_device_step).
-  void run(const void* in, void* out, pixel px, const tile_map3d& map, int volumes, cudaStream_t stream,
-           const store_step* step = nullptr) {
+  void run(const void* in, void* out, pixel px, const tile_map3d& map, int volumes, cudaStream_t stream) {
     const tiling3d& t = prob.tiles;
     const int log_h = fft::log2_exact(t.tile_h), log_w = fft::log2_exact(t.tile_w);
     const long long total = volumes * map.tiles_per_volume();
@@ -217,7 +207,7 @@ class cuda3d_backend final : public plan3d::impl {
         using T = decltype(type);
         for (long long first = 0; first < pairs; first += chunk_)
           slices_->run<T>(static_cast<const T*>(in), static_cast<T*>(out), map3d_for<T>(map), total, first,
-                          std::min(chunk_, pairs - first), work_.data(), stream, step);
+                          std::min(chunk_, pairs - first), work_.data(), stream);
       });
       return;
     }

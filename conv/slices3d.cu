@@ -3,14 +3,12 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 
 #include "fft/host/real_1d_host.hpp"
 #include "fft/kernels/strided_c2c.cuh"
 #include "fft/plan/device_table.hpp"
 #include "fused.hpp"
 #include "fused_tile.cuh"
-#include "rl_steps.hpp"
 
 namespace gpuconv::conv {
 
@@ -106,34 +104,21 @@ __device__ GPUCONV_INLINE void load_slice_column(const in_t* __restrict__ in, co
   detail::load_column_rows<I, TL>(in + o.base + c, o.y, t, m.width, m.height, m.border, outside, x);
 }
 
-// What pass C stores: the sum (rounded and saturated for narrow voxels), or Richardson-Lucy's
-// ratio or update step of it (backend3d.hpp's store_step; floats), chosen at compile time.
-enum class store_kind { plain, ratio, update };
-
-// Writes the valid outputs of column w of the slice at o from x[j] (rows t + TL*j); a step
-// reads its operand from st.aux at the output's index. eps: the ratio step's guard.
-template <store_kind sk, int I, int TL, typename out_t>
+// Writes the valid outputs of column w of the slice at o from x[j] (rows t + TL*j).
+template <int I, int TL, typename out_t>
 __device__ GPUCONV_INLINE void store_slice_column(out_t* __restrict__ out, const tile_map3d& m, const slice_origin& o,
-                                                  int w, int t, const float (&x)[I], const store_step& st, float eps) {
+                                                  int w, int t, const float (&x)[I]) {
   if (o.base < 0) return;
   const int c = w - (m.kw - 1);
   if (c < 0) return;
   const long long xo = o.x + c;
   if (xo >= m.out_w) return;
-  const long long at = o.base + xo;
+  out_t* column = out + o.base + xo;
 #pragma unroll
   for (int j = 0; j < I; ++j) {
     const int b = t + TL * j - (m.kh - 1);
     const long long y = o.y + b;
-    if (b >= 0 && y < m.out_h) {
-      const long long e = at + y * m.out_w;
-      if constexpr (sk == store_kind::plain)
-        out[e] = store_pixel<out_t>(x[j]);
-      else if constexpr (sk == store_kind::ratio)
-        out[e] = rl::ratio(__ldg(st.aux + e), x[j], eps);
-      else
-        out[e] = rl::next(__ldg(st.aux + e), x[j], 1.f);
-    }
+    if (b >= 0 && y < m.out_h) column[y * m.out_w] = store_pixel<out_t>(x[j]);
   }
 }
 
@@ -177,11 +162,10 @@ slice_forward_kernel(const in_t* __restrict__ in, tile_map3d m, long long total,
 
 // Pass C. Block b: valid slice a = b mod valid_d (tile slice a + kd - 1) of pair first_pair +
 // b / valid_d.
-template <typename policy, typename out_t, store_kind sk = store_kind::plain>
+template <typename policy, typename out_t>
 __global__ void __launch_bounds__(policy::block_threads, policy::min_blocks)
 slice_inverse_kernel(const cf* __restrict__ work, out_t* __restrict__ out, tile_map3d m, long long total,
-                     long long first_pair, const cf* __restrict__ table, store_step st) {
-  static_assert(sk == store_kind::plain || std::is_same_v<out_t, float>, "the RL steps store floats");
+                     long long first_pair, const cf* __restrict__ table) {
   constexpr int T = policy::tile, TL = policy::threads_per_line, I = policy::items_per_thread;
   constexpr int L = policy::lines_per_thread, lanes = policy::lanes, stride = policy::line_stride;
   using inverse_t = fft::block_fft_t<T, TL, true, fft::twiddle_load_late, true>;
@@ -206,16 +190,14 @@ slice_inverse_kernel(const cf* __restrict__ work, out_t* __restrict__ out, tile_
   });
   // v[h][j] = y(t + TL*j, x = line)
   detail::tile_inverse_2d<policy, inverse_t>(v, shared, first, t, table);
-  float eps = 0.f;
-  if constexpr (sk == store_kind::ratio) eps = st.epsilon * __ldg(st.max_y);
   fft::static_for<L>([&](auto h) {
     float re[I], im[I];
     fft::static_for<I>([&](auto j) {
       re[j.value] = v[h.value][j.value].re;
       im[j.value] = v[h.value][j.value].im;
     });
-    store_slice_column<sk, I, TL>(out, m, origins[0], line_of(h.value), t, re, st, eps);
-    store_slice_column<sk, I, TL>(out, m, origins[1], line_of(h.value), t, im, st, eps);
+    store_slice_column<I, TL>(out, m, origins[0], line_of(h.value), t, re);
+    store_slice_column<I, TL>(out, m, origins[1], line_of(h.value), t, im);
   });
 }
 
@@ -265,16 +247,12 @@ slice_tiles3d::slice_tiles3d(const tiling3d& t, const std::vector<float>& kernel
     allow_dynamic_shared(&slice_inverse_kernel<policy, float>, bytes);
     allow_dynamic_shared(&slice_inverse_kernel<policy, std::uint8_t>, bytes);
     allow_dynamic_shared(&slice_inverse_kernel<policy, std::uint16_t>, bytes);
-    allow_dynamic_shared(&slice_inverse_kernel<policy, float, store_kind::ratio>, bytes);
-    allow_dynamic_shared(&slice_inverse_kernel<policy, float, store_kind::update>, bytes);
   });
 }
 
 template <typename T>
 void slice_tiles3d::run(const T* in, T* out, const tile_map3d& m, long long total, long long first_pair,
-                        long long pairs, cf* work, cudaStream_t stream, const store_step* step) const {
-  if constexpr (!std::is_same_v<T, float>)
-    if (step != nullptr) throw std::invalid_argument("slice_tiles3d::run: the RL steps store floats");
+                        long long pairs, cf* work, cudaStream_t stream) const {
   if (m.tile_d != tiles_.tile_d || m.tile_h != tiles_.tile_h || m.tile_w != tiles_.tile_w || m.kd != kd_)
     throw std::invalid_argument("slice_tiles3d::run: the map's tiles are not the plan's");
   if (pairs < 1) return;
@@ -298,27 +276,16 @@ void slice_tiles3d::run(const T* in, T* out, const tile_map3d& m, long long tota
   });
   dispatch_side(side, [&](auto s) {
     using policy = typename slice_policy<decltype(s)::value>::type;
-    auto launch = [&](auto kernel, const store_step& st) {
-      kernel<<<(unsigned)(pairs * tiles_.valid_d), policy::block_threads, policy::shared_memory_bytes, stream>>>(
-          work, out, m, total, first_pair, slice_table_.data(), st);
-      check_launch("slice_inverse_kernel");
-    };
-    if constexpr (std::is_same_v<T, float>) {
-      if (step != nullptr) {
-        if (step->what == store_step::kind::ratio)
-          launch(slice_inverse_kernel<policy, float, store_kind::ratio>, *step);
-        else
-          launch(slice_inverse_kernel<policy, float, store_kind::update>, *step);
-        return;
-      }
-    }
-    launch(slice_inverse_kernel<policy, T>, store_step{});
+    slice_inverse_kernel<policy, T><<<(unsigned)(pairs * tiles_.valid_d), policy::block_threads,
+                                      policy::shared_memory_bytes, stream>>>(work, out, m, total, first_pair,
+                                                                             slice_table_.data());
+    check_launch("slice_inverse_kernel");
   });
 }
 
 #define GPUCONV_SLICES3D_RUN(T)                                                                              \
   template void slice_tiles3d::run<T>(const T*, T*, const tile_map3d&, long long, long long, long long, cf*, \
-                                      cudaStream_t, const store_step*) const;
+                                      cudaStream_t) const;
 GPUCONV_SLICES3D_RUN(float)
 GPUCONV_SLICES3D_RUN(std::uint8_t)
 GPUCONV_SLICES3D_RUN(std::uint16_t)

@@ -20,7 +20,6 @@
 
 #include "../fft/device/buffer.hpp"
 #include "../fft/thread/complex.hpp"
-#include "backend3d.hpp"
 #include "tile_map3d.hpp"
 
 namespace gpuconv::conv {
@@ -38,11 +37,11 @@ class slice_tiles3d {
 
   // Tiles [2 first_pair, 2 (first_pair + pairs)) of the `total` tiles of map m (numbered as
   // tile_map3d::locate numbers them, volume after volume), through work (pairs complex tiles).
-  // step (floats only): Richardson-Lucy's step folded into pass C's store, its aux indexed as
-  // out. Asynchronous on stream.
+  // Asynchronous on stream. (Richardson-Lucy's steps are not folded into pass C's store as the
+  // separable method's are: measured 3% slower on the H100, docs/notes-3d.md.)
   template <typename T>
   void run(const T* in, T* out, const tile_map3d& m, long long total, long long first_pair, long long pairs,
-           fft::complex_t<float>* work, cudaStream_t stream, const store_step* step = nullptr) const;
+           fft::complex_t<float>* work, cudaStream_t stream) const;
 
   // The kernel's spectrum on the tile, [kz][kx][ky], computed on the host in double and
   // scaled by 1 / (tile_d tile_h tile_w): K = sum k(l, i, j) W_D^(kz l) W_T^(ky i + kx j).

@@ -207,8 +207,8 @@ TEST_CASE("richardson_lucy: CUDA backend equals the double reference", "[conv][d
   SECTION("RL-TV in bands") { check_against_reference(backend::cuda, 0.004f, 150 * 1024); }
 }
 
-// automatic: the FFT tiles' slice path (32^3 tiles), the steps folded into its store (the
-// update not under TV); multipass: fft::real_3d_plan's route, the steps' own kernels
+// automatic: the FFT tiles' slice path (32^3 tiles); multipass: fft::real_3d_plan's route (both
+// with the steps' own kernels)
 TEST_CASE("richardson_lucy: CUDA backend with a PSF that is not rank-1 (FFT tiles, both routes)",
           "[conv][deconvolve][gpu]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
@@ -243,7 +243,7 @@ TEST_CASE("richardson_lucy: CUDA backend with a PSF that is not rank-1 (FFT tile
   CHECK(plan3d(bc.s.d, bc.s.h, bc.s.w, 1, psf_f.data(), bc.ks.d, bc.ks.h, bc.ks.w, po).path() == cuda_path::multipass);
 }
 
-TEST_CASE("plan3d: RL steps folded into the separable method's and the slice path's store equal the steps' own kernels bit for bit",
+TEST_CASE("plan3d: RL steps folded into the separable method's store equal the steps' own kernels bit for bit",
           "[conv][deconvolve][gpu]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
   const beads_case bc;
@@ -255,57 +255,55 @@ TEST_CASE("plan3d: RL steps folded into the separable method's and the slice pat
   REQUIRE(cudaMemcpy(d_u.data(), bc.observed.data(), n * 4, cudaMemcpyHostToDevice) == cudaSuccess);
   REQUIRE(cudaMemcpy(d_y.data(), y.data(), n * 4, cudaMemcpyHostToDevice) == cudaSuccess);
   rl_device::max_nonnegative(d_y.data(), (long long)n, d_max.data(), nullptr);
-  // a PSF that is not rank-1 for the slice path (32^3 tiles: two pairs; 600 KB: one a chunk)
-  std::vector<float> general = bc.psf_f;
-  for (std::size_t i = 0; i < general.size(); ++i) general[i] *= 1 + 0.3f * float(i % 7) / 7;
   // eps = 1e-6 * max(y) keeps every sum here above it; 0.02 of max(y) sends the border sums of
   // the zero boundary below it (the guard's zero)
-  for (bool slices : {false, true})
-    for (float epsilon : {1e-6f, 0.02f})
-      for (boundary b : {boundary::reflect, boundary::zero})
-        for (std::size_t cap : {std::size_t(0), std::size_t(slices ? 600 * 1024 : 150 * 1024)}) {
-          CAPTURE(slices, epsilon, int(b), cap);
-          plan_options po;
-          po.device = backend::cuda;
-          po.semantics.border = b;
-          po.memory_limit = cap;
-          plan3d p(bc.s.d, bc.s.h, bc.s.w, 1, slices ? general.data() : bc.psf_f.data(), bc.ks.d, bc.ks.h, bc.ks.w, po);
-          REQUIRE(p.path() == (slices ? cuda_path::fused : cuda_path::separable));
-          auto& impl = plan3d_access::of(p);
-          std::vector<float> separate(n), folded(n);
-          // ratio: the convolution, then ratio_kernel on it; and folded
-          p.execute_device(d_u.data(), d_b.data());
-          rl_device::ratio(d_y.data(), d_b.data(), (long long)n, d_max.data(), epsilon, nullptr);
-          REQUIRE(impl.execute_device_step(d_u.data(), d_folded.data(),
-                                           {store_step::kind::ratio, d_y.data(), d_max.data(), epsilon}, nullptr));
-          REQUIRE(cudaMemcpy(separate.data(), d_b.data(), n * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
-          REQUIRE(cudaMemcpy(folded.data(), d_folded.data(), n * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
-          std::size_t zeros = 0, differ = 0;
-          for (std::size_t i = 0; i < n; ++i) {
-            zeros += separate[i] == 0;
-            differ += std::memcmp(&separate[i], &folded[i], 4) != 0;
-          }
-          CHECK(differ == 0);
-          CHECK(zeros > 0);  // y's zeros at least
-          // update: u_next = max(y * c, 0) (y as the estimate: its negatives give the clamp)
-          p.execute_device(d_u.data(), d_b.data());
-          rl_device::update(d_y.data(), d_b.data(), d_b.data(), bc.s.d, bc.s.h, bc.s.w, 0.f, d_max.data(), epsilon,
-                            nullptr);
-          REQUIRE(impl.execute_device_step(d_u.data(), d_folded.data(), {store_step::kind::update, d_y.data()}, nullptr));
-          REQUIRE(cudaMemcpy(separate.data(), d_b.data(), n * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
-          REQUIRE(cudaMemcpy(folded.data(), d_folded.data(), n * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
-          differ = 0;
-          for (std::size_t i = 0; i < n; ++i) differ += std::memcmp(&separate[i], &folded[i], 4) != 0;
-          CHECK(differ == 0);
+  for (float epsilon : {1e-6f, 0.02f})
+    for (boundary b : {boundary::reflect, boundary::zero})
+      for (std::size_t cap : {std::size_t(0), std::size_t(150 * 1024)}) {
+        CAPTURE(epsilon, int(b), cap);
+        plan_options po;
+        po.device = backend::cuda;
+        po.semantics.border = b;
+        po.memory_limit = cap;
+        plan3d p(bc.s.d, bc.s.h, bc.s.w, 1, bc.psf_f.data(), bc.ks.d, bc.ks.h, bc.ks.w, po);
+        REQUIRE(p.path() == cuda_path::separable);
+        auto& impl = plan3d_access::of(p);
+        std::vector<float> separate(n), folded(n);
+        // ratio: the convolution, then ratio_kernel on it; and folded
+        p.execute_device(d_u.data(), d_b.data());
+        rl_device::ratio(d_y.data(), d_b.data(), (long long)n, d_max.data(), epsilon, nullptr);
+        REQUIRE(impl.execute_device_step(d_u.data(), d_folded.data(),
+                                         {store_step::kind::ratio, d_y.data(), d_max.data(), epsilon}, nullptr));
+        REQUIRE(cudaMemcpy(separate.data(), d_b.data(), n * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+        REQUIRE(cudaMemcpy(folded.data(), d_folded.data(), n * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+        std::size_t zeros = 0, differ = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          zeros += separate[i] == 0;
+          differ += std::memcmp(&separate[i], &folded[i], 4) != 0;
         }
-  // the multipass route does not fold: false, nothing written
-  plan_options po;
-  po.device = backend::cuda;
-  po.tile = 16;
-  plan3d tiles(bc.s.d, bc.s.h, bc.s.w, 1, bc.psf_f.data(), bc.ks.d, bc.ks.h, bc.ks.w, po);
-  REQUIRE(tiles.path() == cuda_path::multipass);
-  CHECK_FALSE(plan3d_access::of(tiles).execute_device_step(d_u.data(), d_folded.data(),
-                                                           {store_step::kind::update, d_y.data()}, nullptr));
+        CHECK(differ == 0);
+        CHECK(zeros > 0);  // y's zeros at least
+        // update: u_next = max(y * c, 0) (y as the estimate: its negatives give the clamp)
+        p.execute_device(d_u.data(), d_b.data());
+        rl_device::update(d_y.data(), d_b.data(), d_b.data(), bc.s.d, bc.s.h, bc.s.w, 0.f, d_max.data(), epsilon,
+                          nullptr);
+        REQUIRE(impl.execute_device_step(d_u.data(), d_folded.data(), {store_step::kind::update, d_y.data()}, nullptr));
+        REQUIRE(cudaMemcpy(separate.data(), d_b.data(), n * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+        REQUIRE(cudaMemcpy(folded.data(), d_folded.data(), n * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+        differ = 0;
+        for (std::size_t i = 0; i < n; ++i) differ += std::memcmp(&separate[i], &folded[i], 4) != 0;
+        CHECK(differ == 0);
+      }
+  // the FFT tiles do not fold (either route): false, nothing written
+  for (int tile : {16, 32}) {
+    plan_options po;
+    po.device = backend::cuda;
+    po.tile = tile;
+    plan3d tiles(bc.s.d, bc.s.h, bc.s.w, 1, bc.psf_f.data(), bc.ks.d, bc.ks.h, bc.ks.w, po);
+    REQUIRE(tiles.path() == (tile == 16 ? cuda_path::multipass : cuda_path::fused));
+    CHECK_FALSE(plan3d_access::of(tiles).execute_device_step(d_u.data(), d_folded.data(),
+                                                             {store_step::kind::update, d_y.data()}, nullptr));
+  }
 }
 
 TEST_CASE("richardson_lucy: bad options and PSFs are refused; a stop request ends the run", "[conv][deconvolve]") {
