@@ -4,7 +4,10 @@
 same algorithm spelt out in CuPy (pad to next_fast_len, rfftn, multiply, irfftn, crop) with
 the PSF spectrum computed once. Medians of CUDA-event timings around each call. Run it in the
 same session as gpuconv-bench conv3d and compare Gvox/s (the bench prints ours and a cuFFT
-pipeline). Usage: PYTHON scripts/cupy-conv3d.py [--sizes 15,31,63] [--repeat 10]
+pipeline). Where the gpuconv package imports (PYTHONPATH), gpuconv.convolve3d on the same CuPy
+arrays (zero boundary, through its plan cache, and a held gpuconv.Plan3D; the route and
+tiles) is timed in the same way beside them, with its relative L2 to fftconvolve.
+Usage: PYTHON scripts/cupy-conv3d.py [--sizes 15,31,63] [--repeat 10]
 (PYTHON: /opt/torch/.venv/bin/python on the GPU machines, as scripts/python-gpu-check.sh).
 """
 import argparse
@@ -48,9 +51,23 @@ def main():
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
     print(f"cupy-conv3d on {props['name'].decode()}; CuPy {cp.__version__}; 'same', zero boundary, fp32, "
           f"median of {args.repeat}")
+    try:
+        import gpuconv
+    except ImportError:
+        gpuconv = None
+    ours = []
     print(f"{'D x H x W':>15} {'K':>4} | {'fftconvolve ms':>14} {'Gvox/s':>7} | {'rfftn pipeline ms':>17} {'Gvox/s':>7} {'padded':>14}")
     for k in (int(s) for s in args.sizes.split(",")):
         kern = cp.asarray(psf(k))
+        if gpuconv is not None:
+            host_psf = psf(k)
+            got = gpuconv.convolve3d(x, host_psf, boundary="zero")
+            plan = gpuconv.Plan3D(x.shape, host_psf, boundary="zero", device="cuda")
+            ref = csig.fftconvolve(x, kern, mode="same")
+            gerr = float(cp.linalg.norm(got - ref) / cp.linalg.norm(ref))
+            gms = median_ms(cp, lambda: gpuconv.convolve3d(x, host_psf, boundary="zero"), args.repeat)
+            hms = median_ms(cp, lambda: plan(x), args.repeat)
+            ours.append((k, gms, hms, plan.path, plan.tile, gerr))
         ms = median_ms(cp, lambda: csig.fftconvolve(x, kern, mode="same"), args.repeat)
         shape = [cfft.next_fast_len(n + k - 1, real=True) for n in (d, h, w)]
         kspec = cfft.rfftn(kern, shape)
@@ -66,6 +83,14 @@ def main():
         pms = median_ms(cp, pipeline, args.repeat)
         print(f"{f'{d}x{h}x{w}':>15} {k:>4} | {ms:14.3f} {voxels / (ms * 1e6):7.2f} | {pms:17.3f} {voxels / (pms * 1e6):7.2f} "
               f"{'x'.join(map(str, shape)):>14}")
+
+    if ours:
+        print(f"\ngpuconv.convolve3d (Python, CuPy arrays, zero boundary):")
+        print(f"{'D x H x W':>15} {'K':>4} | {'convolve3d ms':>13} {'Gvox/s':>7} | {'held Plan3D ms':>14} {'Gvox/s':>7} | "
+              f"{'route':>9} {'tiles':>12} {'rel L2':>8}")
+        for k, gms, hms, route, tile, gerr in ours:
+            print(f"{f'{d}x{h}x{w}':>15} {k:>4} | {gms:13.3f} {voxels / (gms * 1e6):7.2f} | {hms:14.3f} "
+                  f"{voxels / (hms * 1e6):7.2f} | {route:>9} {'x'.join(map(str, tile)):>12} {gerr:8.1e}")
 
     # gaussian (rank-1) PSFs, as gpuconv-bench conv3d's second table: sigma (k-1)/8, k taps per
     # axis; the separable peer is cupyx.scipy.ndimage.gaussian_filter (truncate 4 gives the same

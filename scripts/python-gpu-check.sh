@@ -8,7 +8,8 @@
 # Environment: PYTHON (default /opt/torch/.venv/bin/python when present, else python3),
 # GPUCONV_BENCH=0 skips the benchmark, GPUCONV_BENCH_ARGS adds arguments to it; GPUCONV_BENCH_CPU=0
 # skips python -m gpuconv.bench_cpu (the CPU backend against cv2 on every core),
-# GPUCONV_BENCH_CPU_ARGS adds arguments to it.
+# GPUCONV_BENCH_CPU_ARGS adds arguments to it; GPUCONV_BENCH_3D=1 runs scripts/cupy-conv3d.py with
+# the installed package (gpuconv.convolve3d beside CuPy's fftconvolve on 128 x 512 x 512).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -56,6 +57,9 @@ grep -E "^(FAILED|ERROR|SKIPPED \[)" "$out/pytest.log" | head -40
 tail -1 "$out/pytest.log"
 gpu_passed=$(grep -cE "test_gpu.py::.* PASSED" "$out/pytest.log")
 gpu_total=$(grep -cE "test_gpu.py::" "$out/pytest.log")
+# the volume tests on CuPy / PyTorch (test_volume.py's gpu-marked ones: cupy or torch in the name)
+vol_passed=$(grep -cE "test_volume.py::test_[a-z0-9_]*(cupy|torch)[^ ]* PASSED" "$out/pytest.log")
+vol_total=$(grep -cE "test_volume.py::test_[a-z0-9_]*(cupy|torch)" "$out/pytest.log")
 
 bench_rc=skipped
 if [ "${GPUCONV_BENCH:-1}" != 0 ]; then
@@ -63,6 +67,13 @@ if [ "${GPUCONV_BENCH:-1}" != 0 ]; then
   # shellcheck disable=SC2086
   timeout 300 "$PYTHON" -m gpuconv.bench --out "$out/bench.md" ${GPUCONV_BENCH_ARGS:-} 2>&1 | tee "$out/bench.log"
   bench_rc=${PIPESTATUS[0]}
+fi
+vol_rc=skipped
+if [ "${GPUCONV_BENCH_3D:-0}" != 0 ]; then
+  echo "python-gpu-check: scripts/cupy-conv3d.py with the installed package (log: $out/conv3d.log)"
+  timeout 300 "$PYTHON" "$repo/scripts/cupy-conv3d.py" > "$out/conv3d.log" 2>&1
+  vol_rc=$?
+  cat "$out/conv3d.log"
 fi
 cpu_rc=skipped
 if [ "${GPUCONV_BENCH_CPU:-1}" != 0 ]; then
@@ -77,10 +88,11 @@ echo
 echo "python-gpu-check: SUMMARY"
 echo "  build + install: ${build_s} s"
 echo "  pytest (exit $pytest_rc): $(tail -1 "$out/pytest.log")"
-echo "  gpu tests: $gpu_passed of $gpu_total passed"
+echo "  gpu tests: $gpu_passed of $gpu_total passed; volume gpu tests: $vol_passed of $vol_total passed"
 echo "  bench (exit $bench_rc): $(grep -E '^Python overhead' "$out/bench.log" 2>/dev/null || echo 'no overhead line')"
 echo "  $(grep -E '^Results agree' "$out/bench.log" 2>/dev/null || echo 'no agreement line')"
-echo "  CPU bench against OpenCV (exit $cpu_rc)"
+echo "  CPU bench against OpenCV (exit $cpu_rc); volumes against CuPy (exit $vol_rc)"
 [ -f "$out/bench.md" ] && echo "  table: $out/bench.md"
 echo "  logs: $out"
-[ "$pytest_rc" = 0 ] && { [ "$bench_rc" = 0 ] || [ "$bench_rc" = skipped ]; } && { [ "$cpu_rc" = 0 ] || [ "$cpu_rc" = skipped ]; }
+[ "$pytest_rc" = 0 ] && { [ "$bench_rc" = 0 ] || [ "$bench_rc" = skipped ]; } && { [ "$cpu_rc" = 0 ] || [ "$cpu_rc" = skipped ]; } &&
+  { [ "$vol_rc" = 0 ] || [ "$vol_rc" = skipped ]; }

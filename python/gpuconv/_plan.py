@@ -75,6 +75,54 @@ def _check_option(value: Any, allowed: Sequence[str], name: str, where: str) -> 
     return value
 
 
+def _check_plan_args(shape: Sequence[int], axes: str, mode: str, boundary: str, dtype: Optional[str], threads: int,
+                     where: str) -> Tuple[Tuple[int, ...], Optional[str]]:
+    """A plan's shape (at least the named axes, none empty) and options checked; (shape, dtype name)."""
+    shape = tuple(int(s) for s in shape)
+    if len(shape) < len(axes):
+        count = {2: "two", 3: "three"}[len(axes)]
+        raise ValueError(f"{where}: shape {shape} needs at least {count} axes ({', '.join(axes)})")
+    if any(s < 1 for s in shape):
+        raise ValueError(f"{where}: shape {shape} has an empty axis")
+    if int(threads) < 0:
+        raise ValueError(f"{where}: threads {threads} is < 0")
+    _check_option(mode, MODES, "mode", where)
+    _check_option(boundary, BOUNDARIES, "boundary", where)
+    if dtype is not None:
+        dtype = np.dtype(dtype).name
+        if dtype not in SUPPORTED:
+            raise unsupported_dtype(dtype, where)
+    return shape, dtype
+
+
+def _plan_device(device: Union[str, int], where: str) -> Tuple[str, int]:
+    """("cuda" | "cpu", index) a plan is built for: "auto" takes CUDA when present; the device made current."""
+    kind, index = _parse_device(device, where)
+    if kind == "auto":
+        kind = "cuda" if cuda_available() else "cpu"
+    elif kind == "cuda" and not cuda_available():
+        raise RuntimeError(f"{where}: device {device!r} asked for, but no CUDA device is present")
+    if kind == "cuda":
+        _use_device(index)
+    return kind, index
+
+
+def _call_device(ops: Ops, x: Any, device: Union[str, int], where: str, what: str = "image"
+                 ) -> Tuple[str, int, Optional[int]]:
+    """(kind, index, stream) a call on x runs with: CUDA arrays on their own device and the
+    caller's current stream (a `device` naming another raises), host arrays as `device` says."""
+    kind, index = _parse_device(device, where)
+    if ops.device:
+        named = index if kind == "cuda" and device != "cuda" else None
+        index = ops.device_index(x)
+        if kind == "cpu" or (named is not None and named != index):
+            raise ValueError(f"{where}: device {device!r}, but the {what} is a CUDA array on device {index}")
+        return "cuda", index, ops.stream(x)
+    if kind == "auto":
+        kind = "cuda" if cuda_available() else "cpu"
+    return kind, index, None
+
+
 class Plan:
     """A convolution planned once for an image shape, a kernel (or a bank of kernels) and options.
 
@@ -104,30 +152,12 @@ class Plan:
                  correlate: bool = False, dtype: Optional[str] = None, device: Union[str, int] = "auto",
                  cval: float = 0.0, threads: int = 0) -> None:
         where = "gpuconv.Plan"
-        shape = tuple(int(s) for s in shape)
-        if len(shape) < 2:
-            raise ValueError(f"{where}: shape {shape} needs at least two axes (H, W)")
-        if any(s < 1 for s in shape):
-            raise ValueError(f"{where}: shape {shape} has an empty axis")
-        if int(threads) < 0:
-            raise ValueError(f"{where}: threads {threads} is < 0")
-        _check_option(mode, MODES, "mode", where)
-        _check_option(boundary, BOUNDARIES, "boundary", where)
-        if dtype is not None:
-            dtype = np.dtype(dtype).name
-            if dtype not in SUPPORTED:
-                raise unsupported_dtype(dtype, where)
+        shape, dtype = _check_plan_args(shape, "HW", mode, boundary, dtype, threads, where)
         k = host_kernel(kernel, where)
         if k.ndim not in (2, 3):
             raise ValueError(f"{where}: kernel shape {k.shape}: expected (kh, kw) or a bank (count, kh, kw)")
         bank = np.ascontiguousarray(k.reshape((1,) + k.shape) if k.ndim == 2 else k, dtype=np.float32)
-        kind, index = _parse_device(device, where)
-        if kind == "auto":
-            kind = "cuda" if cuda_available() else "cpu"
-        elif kind == "cuda" and not cuda_available():
-            raise RuntimeError(f"{where}: device {device!r} asked for, but no CUDA device is present")
-        if kind == "cuda":
-            _use_device(index)
+        kind, index = _plan_device(device, where)
         planes = math.prod(shape[:-2])
         self._core = _gpuconv.Plan(shape[-2], shape[-1], planes, bank, mode, boundary, bool(correlate),
                                    float(cval), kind, 0, int(threads))
@@ -254,10 +284,12 @@ def plan_cache_info() -> dict:
         return {"size": len(_cache), "maxsize": _cache_size}
 
 
-def _cached_plan(key: tuple, make: Any) -> Plan:
+def _cached_plan(key: tuple, make: Any, check: Any = None) -> Plan:
+    """The cached plan for key, or make()'s (then cached). check(plan): False makes a cached
+    plan a miss (keys that hold a fingerprint of the kernel rather than all of it)."""
     with _cache_lock:
         plan = _cache.get(key)
-        if plan is not None:
+        if plan is not None and (check is None or check(plan)):
             _cache.move_to_end(key)
             return plan
     plan = make()
@@ -331,17 +363,7 @@ def convolve(image: Any, kernel: Any, mode: str = "same", boundary: str = "refle
     _check_option(mode, MODES, "mode", where)
     _check_option(boundary, BOUNDARIES, "boundary", where)
 
-    kind, index = _parse_device(device, where)
-    stream = None
-    if ops.device:
-        named = index if kind == "cuda" and device != "cuda" else None
-        index = ops.device_index(x)
-        if kind == "cpu" or (named is not None and named != index):
-            raise ValueError(f"{where}: device {device!r}, but the image is a CUDA array on device {index}")
-        kind = "cuda"
-        stream = ops.stream(x)
-    elif kind == "auto":
-        kind = "cuda" if cuda_available() else "cpu"
+    kind, index, stream = _call_device(ops, x, device, where)
     kf = np.ascontiguousarray(k, dtype=np.float32)
     key = (planes, shape[-2], shape[-1], dtype, kf.shape, kf.tobytes(), mode, boundary, bool(correlate),
            float(cval), kind, index, stream)

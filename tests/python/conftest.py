@@ -47,6 +47,28 @@ def reference(x, k, mode="same", boundary="reflect101", correlate=False, cval=0.
     return scipy.signal.convolve(padded, kb, mode="valid", method="auto")  # fft for large kernels: float64, ~1e-15
 
 
+def reference3d(x, k, mode="same", boundary="reflect101", correlate=False, cval=0.0):
+    """float64 result of conv/semantics3d.hpp's formula over the last three axes, by padding
+    (the 2D reference's rule on each axis: anchor (K-1)/2 for 'same')."""
+    x = np.asarray(x, dtype=np.float64)
+    k = np.asarray(k, dtype=np.float64)
+    if correlate:
+        k = k[::-1, ::-1, ::-1]
+    pad = [(0, 0)] * (x.ndim - 3)
+    for n, kn in zip(x.shape[-3:], k.shape):
+        if mode == "same":
+            on, o = n, (kn - 1) // 2
+        elif mode == "full":
+            on, o = n + kn - 1, 0
+        else:
+            on, o = n - kn + 1, kn - 1
+        pad.append((kn - 1 - o, on - 1 + o - (n - 1)))
+    kwargs = {"constant_values": cval if boundary == "constant" else 0.0} if NP_PAD[boundary] == "constant" else {}
+    padded = np.pad(x, pad, mode=NP_PAD[boundary], **kwargs)
+    kb = k.reshape((1,) * (x.ndim - 3) + k.shape)
+    return scipy.signal.convolve(padded, kb, mode="valid", method="auto")
+
+
 def to_dtype(ref, dtype):
     """The reference as gpuconv stores it: narrow types rounded half to even and saturated."""
     if np.dtype(dtype) == np.float32:
@@ -78,6 +100,28 @@ def random_kernel(rng, shape):
     k = rng.standard_normal(shape) * 0.3
     k[shape[0] // 2, shape[1] // 2] += 1.0
     return k.astype(np.float32)
+
+
+def need_gpu():
+    if not gpuconv.cuda_available():
+        pytest.skip("no CUDA device (gpuconv's CUDA runtime sees none)")
+
+
+@pytest.fixture
+def cp():
+    """CuPy, where there is a CUDA device and CuPy is installed (else the test is skipped)."""
+    need_gpu()
+    return pytest.importorskip("cupy", reason="CuPy is not installed")
+
+
+@pytest.fixture
+def torch():
+    """PyTorch with CUDA, where there is a CUDA device and PyTorch sees it (else skipped)."""
+    need_gpu()
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch sees no CUDA device")
+    return torch
 
 
 @pytest.fixture

@@ -7,31 +7,11 @@ import numpy as np
 import pytest
 
 import gpuconv
-from conftest import assert_close, random_image, random_kernel, reference
+from conftest import assert_close, need_gpu, random_image, random_kernel, reference
 
 pytestmark = pytest.mark.gpu
 
 DTYPES = ["float32", "uint8", "uint16"]
-
-
-def need_gpu():
-    if not gpuconv.cuda_available():
-        pytest.skip("no CUDA device (gpuconv's CUDA runtime sees none)")
-
-
-@pytest.fixture
-def cp():
-    need_gpu()
-    return pytest.importorskip("cupy", reason="CuPy is not installed")
-
-
-@pytest.fixture
-def torch():
-    need_gpu()
-    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
-    if not torch.cuda.is_available():
-        pytest.skip("PyTorch sees no CUDA device")
-    return torch
 
 
 def torch_dtype(torch, name):
