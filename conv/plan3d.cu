@@ -2,12 +2,13 @@
 // instead, separable3d.cu, unless a path or tile is forced).
 //
 // Tiles whose slices are squares of 32, 64 or 128 take the slice path (slices3d.hpp: three
-// passes over complex tile pairs) unless plan_options::path is multipass; the others go
-// through fft::real_3d_plan: per chunk of tiles (as many as the workspace cap holds): gather (gather3d_kernel: the
-// boundary rule applied while loading each tile voxel, narrow pixels widened), the 3D
-// convolve of the FFT plan (row R2C, C2C along H, one kernel along D doing FFT * spectrum *
-// IFFT, C2C back along H, row C2R), scatter of each tile's valid block (rounded and
-// saturated for narrow types). The kernel's tile spectrum is computed once, here.
+// passes over complex tile pairs, chunks of pairs) unless plan_options::path is multipass;
+// the others go through fft::real_3d_plan. Per chunk of tiles (as many as the workspace cap
+// holds): gather (gather3d_kernel: the boundary rule applied while loading each tile voxel,
+// narrow pixels widened), the 3D convolve of the FFT plan (row R2C, C2C along H, one kernel
+// along D doing FFT * spectrum * IFFT, C2C back along H, row C2R), scatter of each tile's
+// valid block (rounded and saturated for narrow types). The kernel's tile spectrum is
+// computed once, here.
 //
 // execute() on host buffers: when the volumes, their outputs and the workspace fit the
 // memory cap, one upload, every tile, one download. Otherwise bands: per volume, runs of
