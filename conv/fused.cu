@@ -14,43 +14,6 @@ namespace {
 
 using cf = fft::complex_t<float>;
 
-// Values per thread: a 32-tile keeps 8 (128 threads), larger tiles 16 (256 threads for 64;
-// for 128, two lines per thread, 512 threads). The macros exist for tuning builds
-// (scripts/gpu-check.sh --variant).
-#ifndef GPUCONV_FUSED_ITEMS_32
-#define GPUCONV_FUSED_ITEMS_32 8
-#endif
-#ifndef GPUCONV_FUSED_ITEMS_64
-#define GPUCONV_FUSED_ITEMS_64 16
-#endif
-#ifndef GPUCONV_FUSED_ITEMS_128
-#define GPUCONV_FUSED_ITEMS_128 16
-#endif
-#ifndef GPUCONV_FUSED_LINES_32
-#define GPUCONV_FUSED_LINES_32 1
-#endif
-#ifndef GPUCONV_FUSED_LINES_64
-#define GPUCONV_FUSED_LINES_64 1
-#endif
-#ifndef GPUCONV_FUSED_LINES_128
-#define GPUCONV_FUSED_LINES_128 2
-#endif
-template <int tile>
-struct policy_for;
-template <> struct policy_for<32> { using type = fused_policy<32, GPUCONV_FUSED_ITEMS_32, GPUCONV_FUSED_LINES_32>; };
-template <> struct policy_for<64> { using type = fused_policy<64, GPUCONV_FUSED_ITEMS_64, GPUCONV_FUSED_LINES_64>; };
-template <> struct policy_for<128> { using type = fused_policy<128, GPUCONV_FUSED_ITEMS_128, GPUCONV_FUSED_LINES_128>; };
-
-template <typename F>
-void dispatch_tile(int tile, F&& f) {
-  switch (tile) {
-    case 32: f(std::integral_constant<int, 32>{}); return;
-    case 64: f(std::integral_constant<int, 64>{}); return;
-    case 128: f(std::integral_constant<int, 128>{}); return;
-    default: throw std::invalid_argument("fused_tiles: tile " + std::to_string(tile) + " is not 32, 64 or 128");
-  }
-}
-
 }  // namespace
 
 std::vector<fft::complex_t<double>> fused_tiles::spectrum_double(int tile, const float* kernel, int kh, int kw) {
@@ -84,8 +47,8 @@ fused_tiles::fused_tiles(int tile, const std::vector<float>& kernels, int count,
   int device = 0, sms = 0, per_sm = 0;
   GPUCONV_CUDA(cudaGetDevice(&device));
   GPUCONV_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  dispatch_tile(tile, [&](auto t) {
-    using policy = typename policy_for<decltype(t)::value>::type;
+  dispatch_fused_tile(tile, [&](auto t) {
+    using policy = typename fused_policy_for<decltype(t)::value>::type;
     if constexpr (policy::shared_memory_bytes > 48 * 1024)
       GPUCONV_CUDA(cudaFuncSetAttribute(&fused_tile_kernel<policy, float, float>, cudaFuncAttributeMaxDynamicSharedMemorySize, policy::shared_memory_bytes));
     GPUCONV_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, &fused_tile_kernel<policy, float, float>,
@@ -103,8 +66,8 @@ fused_tiles::fused_tiles(int tile, const std::vector<float>& kernels, int count,
   spectrum_ = device_spectra(tile, kernels, count, kh, kw);
   table_ = fft::device_twiddle_table(2 * tile);  // block_fft_t's W_{2N}^e
   // tiles of 128 need more than the default 48 KB of dynamic shared memory: raise it once, here
-  dispatch_tile(tile, [&](auto t) {
-    using policy = typename policy_for<decltype(t)::value>::type;
+  dispatch_fused_tile(tile, [&](auto t) {
+    using policy = typename fused_policy_for<decltype(t)::value>::type;
     if constexpr (policy::shared_memory_bytes > 48 * 1024) {
       constexpr int bytes = policy::shared_memory_bytes;
       GPUCONV_CUDA(cudaFuncSetAttribute(&fused_tile_kernel<policy, float, float>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
@@ -135,8 +98,8 @@ void fused_tiles::run(const in_t* in, out_t* out, const tile_map& m, cudaStream_
   if (total_tiles < 1) return;
   if (total_tiles >= (1LL << 31))
     throw std::invalid_argument("fused_tiles::run: " + std::to_string(total_tiles) + " tiles in one launch (at most 2^31 - 1)");
-  dispatch_tile(tile_, [&](auto t) {
-    using policy = typename policy_for<decltype(t)::value>::type;
+  dispatch_fused_tile(tile_, [&](auto t) {
+    using policy = typename fused_policy_for<decltype(t)::value>::type;
     const long long pairs = (m.tiles_per_kernel + 1) / 2 * m.kernels;
     const unsigned grid = (unsigned)std::min<long long>(pairs, max_grid_);
     fused_tile_kernel<policy, in_t, out_t><<<grid, policy::block_threads, policy::shared_memory_bytes, stream>>>(in, out, m, spectrum_.data(),

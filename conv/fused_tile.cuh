@@ -21,6 +21,8 @@
 // even, as OpenCV's saturate_cast) and saturated, in registers.
 #pragma once
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "../fft/block/stockham.cuh"
@@ -63,6 +65,45 @@ struct fused_policy {
   // itself keeps per-pair index values live across the FFTs and drops a block or more)
   static constexpr int min_blocks = shared_memory_bytes > 100 * 1024 ? 1 : block_threads <= 128 ? GPUCONV_FUSED_MIN_BLOCKS_128 : block_threads <= 256 ? GPUCONV_FUSED_MIN_BLOCKS_256 : GPUCONV_FUSED_MIN_BLOCKS_512;
 };
+
+// The shapes per tile of the kernels built on this layout (the 2D fused tile kernel, fused.cu,
+// and the 3D slice path, slices3d.cu). Values per thread: a 32-tile keeps 8 (128 threads),
+// larger tiles 16 (256 threads for 64; for 128, two lines per thread, 512 threads). The macros
+// exist for tuning builds (scripts/gpu-check.sh --variant).
+#ifndef GPUCONV_FUSED_ITEMS_32
+#define GPUCONV_FUSED_ITEMS_32 8
+#endif
+#ifndef GPUCONV_FUSED_ITEMS_64
+#define GPUCONV_FUSED_ITEMS_64 16
+#endif
+#ifndef GPUCONV_FUSED_ITEMS_128
+#define GPUCONV_FUSED_ITEMS_128 16
+#endif
+#ifndef GPUCONV_FUSED_LINES_32
+#define GPUCONV_FUSED_LINES_32 1
+#endif
+#ifndef GPUCONV_FUSED_LINES_64
+#define GPUCONV_FUSED_LINES_64 1
+#endif
+#ifndef GPUCONV_FUSED_LINES_128
+#define GPUCONV_FUSED_LINES_128 2
+#endif
+template <int tile>
+struct fused_policy_for;
+template <> struct fused_policy_for<32> { using type = fused_policy<32, GPUCONV_FUSED_ITEMS_32, GPUCONV_FUSED_LINES_32>; };
+template <> struct fused_policy_for<64> { using type = fused_policy<64, GPUCONV_FUSED_ITEMS_64, GPUCONV_FUSED_LINES_64>; };
+template <> struct fused_policy_for<128> { using type = fused_policy<128, GPUCONV_FUSED_ITEMS_128, GPUCONV_FUSED_LINES_128>; };
+
+template <typename F>
+void dispatch_fused_tile(int tile, F&& f) {
+  switch (tile) {
+    case 32: f(std::integral_constant<int, 32>{}); return;
+    case 64: f(std::integral_constant<int, 64>{}); return;
+    case 128: f(std::integral_constant<int, 128>{}); return;
+    default: throw std::invalid_argument("fused_tiles: tile " + std::to_string(tile) + " is not 32, 64 or 128");
+  }
+}
+
 
 namespace detail {
 

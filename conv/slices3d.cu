@@ -16,27 +16,6 @@ namespace {
 
 using cf = fft::complex_t<float>;
 
-// The 2D fused kernel's thread shapes (fused.cu): a 32-slice 8 values a thread (128
-// threads), 64 16 (256 threads), 128 16 and two lines a thread (512 threads).
-template <int side>
-struct slice_policy;
-template <> struct slice_policy<32> { using type = fused_policy<32, 8, 1>; };
-template <> struct slice_policy<64> { using type = fused_policy<64, 16, 1>; };
-#ifndef GPUCONV_SLICES_LINES_128  // tuning builds: lines a thread on 128-slices (1: 1024 threads)
-#define GPUCONV_SLICES_LINES_128 2
-#endif
-template <> struct slice_policy<128> { using type = fused_policy<128, 16, GPUCONV_SLICES_LINES_128>; };
-
-template <typename F>
-void dispatch_side(int side, F&& f) {
-  switch (side) {
-    case 32: f(std::integral_constant<int, 32>{}); return;
-    case 64: f(std::integral_constant<int, 64>{}); return;
-    case 128: f(std::integral_constant<int, 128>{}); return;
-    default: throw std::invalid_argument("slice_tiles3d: slices of " + std::to_string(side) + " (32, 64 or 128)");
-  }
-}
-
 template <typename F>
 void dispatch_depth(int depth, F&& f) {
   switch (depth) {
@@ -238,8 +217,8 @@ slice_tiles3d::slice_tiles3d(const tiling3d& t, const std::vector<float>& kernel
   depth_table_ = fft::device_twiddle_table(2 * t.tile_d);
   const int sms = fft::current_device_sms();
   dispatch_depth(t.tile_d, [&](auto n) { along_d_grid_ = fft::strided_grid<decltype(n)::value>(1LL << 40, sms); });
-  dispatch_side(t.tile_h, [&](auto side) {
-    using policy = typename slice_policy<decltype(side)::value>::type;
+  dispatch_fused_tile(t.tile_h, [&](auto side) {
+    using policy = typename fused_policy_for<decltype(side)::value>::type;
     constexpr int bytes = policy::shared_memory_bytes;
     allow_dynamic_shared(&slice_forward_kernel<policy, float>, bytes);
     allow_dynamic_shared(&slice_forward_kernel<policy, std::uint8_t>, bytes);
@@ -259,8 +238,8 @@ void slice_tiles3d::run(const T* in, T* out, const tile_map3d& m, long long tota
   const long long slices = pairs * tiles_.tile_d;
   if (slices >= (1LL << 31)) throw std::invalid_argument("slice_tiles3d::run: more than 2^31 - 1 slices in one launch");
   const int side = tiles_.tile_h;
-  dispatch_side(side, [&](auto s) {
-    using policy = typename slice_policy<decltype(s)::value>::type;
+  dispatch_fused_tile(side, [&](auto s) {
+    using policy = typename fused_policy_for<decltype(s)::value>::type;
     slice_forward_kernel<policy, T><<<(unsigned)slices, policy::block_threads, policy::shared_memory_bytes, stream>>>(
         in, m, total, first_pair, work, slice_table_.data());
     check_launch("slice_forward_kernel");
@@ -274,8 +253,8 @@ void slice_tiles3d::run(const T* in, T* out, const tile_map3d& m, long long tota
     fft::launch_c2c_strided<N, false>(work, work, columns, (long long)side * side, grid, depth_table_.data(),
                                       fft::strided_multiply{spectrum_.data(), kd_ - 1}, stream);
   });
-  dispatch_side(side, [&](auto s) {
-    using policy = typename slice_policy<decltype(s)::value>::type;
+  dispatch_fused_tile(side, [&](auto s) {
+    using policy = typename fused_policy_for<decltype(s)::value>::type;
     slice_inverse_kernel<policy, T><<<(unsigned)(pairs * tiles_.valid_d), policy::block_threads,
                                       policy::shared_memory_bytes, stream>>>(work, out, m, total, first_pair,
                                                                              slice_table_.data());
