@@ -16,7 +16,6 @@
 #include "backend3d.hpp"
 #include "cpu_rows.hpp"
 #include "fft/host/real_2d_tile.hpp"
-#include "fft/plan/twiddle_table.hpp"
 
 namespace gpuconv::conv {
 
@@ -73,10 +72,7 @@ class tile3d_fft {
   using tile_plan = fft::host::real_2d_tile_plan;
   explicit tile3d_fft(const tiling3d& t)
       : td_(t.tile_d), slices_(t.tile_h, t.tile_w), plane_(slices_.spectrum_floats()), k_(fft::host::best_tile_kernels()) {
-    const auto table = fft::twiddle_table<float>(2 * td_);  // W_{2 td}^e, the loop's table for td points
-    d_re_.resize(table.size());
-    d_im_.resize(table.size());
-    for (std::size_t e = 0; e < table.size(); ++e) d_re_[e] = table[e].re, d_im_[e] = table[e].im;
+    fft::host::split_twiddle_table(2 * td_, d_re_, d_im_);  // W_{2 td}^e, the loop's table for td points
   }
 
   // One thread's buffers: the 2D workspace and the stacked spectra with their scratch.
@@ -213,11 +209,7 @@ bool direct_is_cheaper(const problem3d& p) {
 }  // namespace
 
 std::unique_ptr<plan3d::impl> make_cpu3d_backend(problem3d p) {
-  // the CPU's tiles: at most 128 per side (a 64 x 128 x 128 tile's stacked spectra and scratch
-  // take ~10 MB a thread; on the 2-core Zen 5 VM 128 took K = 31 on 64 x 256^2, 128 x 256^2 and
-  // 32 x 512^2 from 64^3 tiles to 64 x 128^2, 1.4-1.7x faster, and K = 15 no slower, session 33)
-  if (p.options.tile == 0)
-    p.tiles = choose_tiling3d(p.geo.out_d, p.geo.out_h, p.geo.out_w, p.kd, p.kh, p.kw, 0, 128);
+  // p.tiles: at most cpu_max_tile_side_3d a side (plan3d.cpp)
   const cpu_method m = p.options.cpu;
   if (m == cpu_method::direct || (m != cpu_method::fft && direct_is_cheaper(p)))
     return std::make_unique<cpu3d_direct>(std::move(p));

@@ -13,13 +13,20 @@ namespace gpuconv::conv {
 
 namespace {
 
+// The FFT tiles (tile_map3d.hpp): a cube of plan_options::tile when forced; on the CPU at most
+// cpu_max_tile_side_3d a side; on CUDA the slice path's tiles priced as they cost there unless
+// the multipass route is forced.
+tiling3d tiling_for(const geometry3d& g, int kd, int kh, int kw, const plan_options& o, bool cpu) {
+  if (cpu) return choose_tiling3d(g.out_d, g.out_h, g.out_w, kd, kh, kw, o.tile, cpu_max_tile_side_3d);
+  return choose_tiling3d(g.out_d, g.out_h, g.out_w, kd, kh, kw, o.tile, max_tile_side_3d, o.path != cuda_path::multipass);
+}
+
 problem3d make_problem3d(long long depth, long long height, long long width, int volumes, const float* psf, int kd,
-                         int kh, int kw, const plan_options& o) {
+                         int kh, int kw, const plan_options& o, bool cpu) {
   if (volumes < 1) throw std::invalid_argument("conv::plan3d: volumes " + std::to_string(volumes) + " is < 1");
   validate_plan3d(depth, height, width, psf, kd, kh, kw, o.semantics);
   const geometry3d g = make_geometry3d(depth, height, width, kd, kh, kw, o.semantics.mode);
-  return problem3d{depth, height, width, volumes, g,
-                   choose_tiling3d(g.out_d, g.out_h, g.out_w, kd, kh, kw, o.tile),
+  return problem3d{depth, height, width, volumes, g, tiling_for(g, kd, kh, kw, o, cpu),
                    effective_kernel3d(psf, kd, kh, kw, o.semantics.op), kd, kh, kw, o};
 }
 
@@ -40,27 +47,19 @@ std::unique_ptr<plan3d::impl> make_backend(problem3d p, bool cpu) {
                                   std::to_string(p.kd) + " x " + std::to_string(p.kh) + " x " + std::to_string(p.kw) +
                                   " kernel is not");
   }
-  if (cpu) return make_cpu3d_backend(std::move(p));
-  // the CUDA FFT tiles: the slice path's tiles priced as what they cost there (tile_map3d.hpp)
-  if (o.tile == 0 && o.path != cuda_path::multipass)
-    p.tiles = choose_tiling3d(p.geo.out_d, p.geo.out_h, p.geo.out_w, p.kd, p.kh, p.kw, 0, max_tile_side_3d, true);
-  return make_cuda3d_backend(std::move(p));
+  return cpu ? make_cpu3d_backend(std::move(p)) : make_cuda3d_backend(std::move(p));
 }
 
 }  // namespace
 
 plan3d::plan3d(long long depth, long long height, long long width, int volumes, const float* psf, int kd, int kh,
                int kw, const plan_options& options) {
-  problem3d p = make_problem3d(depth, height, width, volumes, psf, kd, kh, kw, options);
-  switch (options.device) {
-    case backend::cpu: impl_ = make_backend(std::move(p), true); break;
-    case backend::cuda:
-      if (!cuda_device_available())
-        throw std::invalid_argument("conv::plan3d: the CUDA backend was asked for but no CUDA device is present");
-      impl_ = make_backend(std::move(p), false);
-      break;
-    case backend::automatic: impl_ = make_backend(std::move(p), !cuda_device_available()); break;
-  }
+  const bool have_cuda = options.device != backend::cpu && cuda_device_available();
+  const bool cpu = options.device == backend::cpu || (options.device == backend::automatic && !have_cuda);
+  problem3d p = make_problem3d(depth, height, width, volumes, psf, kd, kh, kw, options, cpu);
+  if (options.device == backend::cuda && !have_cuda)
+    throw std::invalid_argument("conv::plan3d: the CUDA backend was asked for but no CUDA device is present");
+  impl_ = make_backend(std::move(p), cpu);
 }
 
 plan3d::~plan3d() = default;

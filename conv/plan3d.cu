@@ -90,31 +90,30 @@ class cuda3d_backend final : public plan3d::impl {
     std::size_t free_bytes = 0, total_bytes = 0;
     GPUCONV_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
     cap_ = prob.options.memory_limit ? prob.options.memory_limit : free_bytes / 2;
-    // per tile: the real tile and the FFT plan's complex workspace
-    const long long per_tile = t.tile_voxels() * 4 + (long long)t.tile_d * t.tile_h * (t.tile_w / 2 + 1) * 8;
     const long long total = prob.volumes * prob.whole_map().tiles_per_volume();
     const std::size_t work_cap = cap_ / 2;
+    const std::string tiles = std::to_string(t.tile_d) + " x " + std::to_string(t.tile_h) + " x " + std::to_string(t.tile_w);
+    // a chunk's unit (a tile, or the slice path's tile pair) must fit half the cap
+    auto check_cap = [&](long long unit_bytes, const char* unit) {
+      if ((long long)work_cap < unit_bytes)
+        throw std::invalid_argument("conv::plan3d: the memory cap (" + std::to_string(cap_) + " bytes) is below twice one " +
+                                    tiles + " " + unit + "'s workspace (" + std::to_string(unit_bytes) + " bytes)");
+    };
     if (prob.options.path == cuda_path::fused && !slice_tiles3d::supports(t))
       throw std::invalid_argument("conv::plan3d: the slice path (path fused) needs square slices of 32, 64 or 128 and a "
-                                  "tile depth of 16..256; the tiles are " + std::to_string(t.tile_d) + " x " +
-                                  std::to_string(t.tile_h) + " x " + std::to_string(t.tile_w));
+                                  "tile depth of 16..256; the tiles are " + tiles);
     if (slice_tiles3d::supports(t) && prob.options.path != cuda_path::multipass) {
       const long long per_pair = slice_tiles3d::pair_bytes(t), pairs = (total + 1) / 2;
-      if ((long long)work_cap < per_pair)
-        throw std::invalid_argument("conv::plan3d: the memory cap (" + std::to_string(cap_) + " bytes) is below twice one " +
-                                    std::to_string(t.tile_d) + " x " + std::to_string(t.tile_h) + " x " +
-                                    std::to_string(t.tile_w) + " tile pair's workspace (" + std::to_string(per_pair) +
-                                    " bytes)");
+      check_cap(per_pair, "tile pair");
       chunk_ = std::clamp<long long>((long long)(work_cap / per_pair), 1, pairs);
       slices_ = std::make_unique<slice_tiles3d>(t, prob.kernel, prob.kd, prob.kh, prob.kw);
       work_ = device_buffer<cf>(std::size_t(chunk_ * t.tile_voxels()));
       workspace_bytes_ = work_.bytes() + std::size_t(t.tile_voxels()) * sizeof(cf);
       return;
     }
-    if ((long long)work_cap < per_tile)
-      throw std::invalid_argument("conv::plan3d: the memory cap (" + std::to_string(cap_) + " bytes) is below twice one " +
-                                  std::to_string(t.tile_d) + " x " + std::to_string(t.tile_h) + " x " +
-                                  std::to_string(t.tile_w) + " tile's workspace (" + std::to_string(per_tile) + " bytes)");
+    // per tile: the real tile and the FFT plan's complex workspace
+    const long long per_tile = t.tile_voxels() * 4 + (long long)t.tile_d * t.tile_h * (t.tile_w / 2 + 1) * 8;
+    check_cap(per_tile, "tile");
     chunk_ = std::clamp<long long>((long long)(work_cap / per_tile), 1, std::min<long long>(total, 65535));
     fft_ = std::make_unique<fft::real_3d_plan>(t.tile_d, t.tile_h, t.tile_w, chunk_);
     tiles_ = device_buffer<float>(std::size_t(chunk_ * t.tile_voxels()));

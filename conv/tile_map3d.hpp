@@ -31,6 +31,10 @@ struct tiling3d {
 
 constexpr int min_tile_side_3d = 16;   // fft::real_3d_plan's smallest side
 constexpr int max_tile_side_3d = 256;  // the cost model's largest (the FFT takes 1024)
+// The CPU backend's largest: a 64 x 128 x 128 tile's stacked spectra and scratch take ~10 MB a
+// thread (conv/cpu3d.cpp); on the 2-core Zen 5 VM 128 took K = 31 on 64 x 256^2, 128 x 256^2 and
+// 32 x 512^2 from 64^3 tiles to 64 x 128^2, 1.4-1.7x faster, and K = 15 no slower (session 33).
+constexpr int cpu_max_tile_side_3d = 128;
 
 // Tiles the CUDA backend's slice path takes (slices3d.hpp): square slices of 32, 64 or 128,
 // a depth of 16..256.
@@ -47,7 +51,7 @@ constexpr double slice_path_weight = 0.375;
 // voxels times (log2 of the tile's voxels + 8), a pass count proxy (multi-pass pipeline:
 // every pass moves the whole tile; the FFT's work grows with the log). forced > 0: a cube of
 // that side (each axis rounded up to cover its kernel and to 16). max_side: the largest side
-// the model considers (the CPU backend keeps its per-thread tiles in cache with 64).
+// the model considers (cpu_max_tile_side_3d for the CPU backend).
 // slice_path: the CUDA backend's slice path takes the tiles it can (slice_path_tiles), at
 // slice_path_weight of the cost.
 inline tiling3d choose_tiling3d(long long out_d, long long out_h, long long out_w, int kd, int kh, int kw,

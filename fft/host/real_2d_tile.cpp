@@ -22,13 +22,6 @@ const tile_kernels& best_tile_kernels() {
 
 namespace {
 
-void split_table(int n, std::vector<float>& re, std::vector<float>& im) {
-  const auto t = twiddle_table<float>(n);
-  re.resize(n);
-  im.resize(n);
-  for (int e = 0; e < n; ++e) re[e] = t[e].re, im[e] = t[e].im;
-}
-
 // out[c * out_stride + r] = in[r * in_stride + c], r < rows, c < cols, in 16 x 16 blocks
 void transpose(const float* in, long long in_stride, float* out, long long out_stride, int rows, int cols) {
   constexpr int b = 16;
@@ -42,13 +35,20 @@ void transpose(const float* in, long long in_stride, float* out, long long out_s
 
 }  // namespace
 
+void split_twiddle_table(int n, std::vector<float>& re, std::vector<float>& im) {
+  const auto t = twiddle_table<float>(n);
+  re.resize(n);
+  im.resize(n);
+  for (int e = 0; e < n; ++e) re[e] = t[e].re, im[e] = t[e].im;
+}
+
 real_2d_tile_plan::real_2d_tile_plan(int th, int tw, const tile_kernels& kernels)
     : th_(th), tw_(tw), half_(th / 2), lanes_((th / 2 + 1 + 15) / 16 * 16), k_(kernels) {
   if (!is_pow2(th) || th < 4 || th > 65536 || !is_pow2(tw) || tw < 16 || tw > 65536)
     throw std::invalid_argument("host::real_2d_tile_plan: tile " + std::to_string(th) + " x " + std::to_string(tw) +
                                 " is not powers of two in [4, 65536] x [16, 65536]");
-  split_table(th, col_re_, col_im_);
-  split_table(2 * tw, row_re_, row_im_);
+  split_twiddle_table(th, col_re_, col_im_);
+  split_twiddle_table(2 * tw, row_re_, row_im_);
 }
 
 real_2d_tile_plan::workspace real_2d_tile_plan::make_workspace() const {

@@ -16,6 +16,9 @@
 
 namespace gpuconv::fft::host {
 
+// W_n^e (e < n) as split re / im planes: tile_kernels' table for n/2-point transforms.
+void split_twiddle_table(int n, std::vector<float>& re, std::vector<float>& im);
+
 class real_2d_tile_plan {
  public:
   // Throws std::invalid_argument unless th and tw are powers of two, th in [4, 65536] and

@@ -123,7 +123,30 @@ def _call_device(ops: Ops, x: Any, device: Union[str, int], where: str, what: st
     return kind, index, None
 
 
-class Plan:
+class _HeldPlan:
+    """What Plan and Plan3D share: the C++ plan (``_core``) and the properties read from it."""
+
+    _core: Any
+
+    @property
+    def backend(self) -> str:
+        """The backend the plan runs on: "cuda" or "cpu"."""
+        return self._core.backend
+
+    @property
+    def path(self) -> str:
+        """The CUDA route ("direct", "separable", "fused", "three_pass", "multipass" for images;
+        "separable", "fused" - the FFT tiles' slice path - or "multipass" for volumes); "none" on the CPU."""
+        return self._core.path
+
+    @property
+    def method(self) -> str:
+        """The CPU backend's method ("direct", "separable", "fft"); on CUDA "automatic", or
+        "separable" for a volume's rank-1 PSF."""
+        return self._core.method
+
+
+class Plan(_HeldPlan):
     """A convolution planned once for an image shape, a kernel (or a bank of kernels) and options.
 
     ``Plan(shape, kernel)`` builds the C++ plan (tiling, kernel spectrum, device buffers);
@@ -168,21 +191,6 @@ class Plan:
         out_hw = (self._core.output_height, self._core.output_width)
         self.output_shape: Tuple[int, ...] = shape[:-2] + ((k.shape[0],) if k.ndim == 3 else ()) + out_hw
         self._lock = threading.Lock()
-
-    @property
-    def backend(self) -> str:
-        """The backend the plan runs on: "cuda" or "cpu"."""
-        return self._core.backend
-
-    @property
-    def path(self) -> str:
-        """The CUDA backend's method ("direct", "separable", "fused", "three_pass", "multipass"; "none" on the CPU)."""
-        return self._core.path
-
-    @property
-    def method(self) -> str:
-        """The CPU backend's method ("direct", "separable", "fft"; "automatic" on CUDA)."""
-        return self._core.method
 
     def __repr__(self) -> str:
         return (f"gpuconv.Plan(shape={self.shape}, kernel={self.kernel_shape}, mode={self.mode!r}, "

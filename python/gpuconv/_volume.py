@@ -17,8 +17,8 @@ import numpy as np
 
 from . import _gpuconv
 from ._arrays import SUPPORTED, Ops, classify, host_kernel, unsupported_dtype
-from ._plan import (BOUNDARIES, MODES, _cached_plan, _call_device, _check_option, _check_plan_args, _plan_device,
-                    _use_device, cuda_available)
+from ._plan import (BOUNDARIES, MODES, _HeldPlan, _cached_plan, _call_device, _check_option, _check_plan_args,
+                    _plan_device, _use_device, cuda_available)
 
 
 def _psf_key(k: np.ndarray) -> tuple:
@@ -44,7 +44,7 @@ def _host_psf(psf: Any, where: str) -> np.ndarray:
     return np.ascontiguousarray(k, dtype=np.float32)
 
 
-class Plan3D:
+class Plan3D(_HeldPlan):
     """A volume convolution planned once for a shape, a 3D PSF and options.
 
     ``Plan3D(shape, psf)`` builds the C++ plan (tiles, the PSF's spectrum or its 1D factors,
@@ -71,21 +71,6 @@ class Plan3D:
         self.device_index: int = index
         self.output_shape: Tuple[int, ...] = shape[:-3] + tuple(self._core.output_shape)
         self._lock = threading.Lock()
-
-    @property
-    def backend(self) -> str:
-        """"cuda" or "cpu"."""
-        return self._core.backend
-
-    @property
-    def path(self) -> str:
-        """The CUDA route: "separable", "fused" (the FFT tiles' slice path) or "multipass"; "none" on the CPU."""
-        return self._core.path
-
-    @property
-    def method(self) -> str:
-        """The CPU backend's method ("direct", "separable", "fft"), or the separable method on CUDA."""
-        return self._core.method
 
     @property
     def tile(self) -> Tuple[int, int, int]:
