@@ -35,6 +35,7 @@
 #include "backend.hpp"
 #include "device_scope.hpp"
 #include "host_copy.hpp"
+#include "host_staging.hpp"
 #include "fft/device/buffer.hpp"
 #include "fft/plan/real_2d_plan.hpp"
 #include "direct.hpp"
@@ -407,23 +408,6 @@ class cuda_backend final : public plan::impl {
                                 std::to_string((W + kc * ow) * (long long)bytes) + " bytes a row");
   }
 
-  // The threads that stage pageable bytes: plan_options::threads, else GPUCONV_COPY_THREADS
-  // (measurements), else the cores, at most 16.
-  int copy_threads() const {
-    if (prob.options.threads > 0) return prob.options.threads;
-    const char* e = std::getenv("GPUCONV_COPY_THREADS");
-    return e && std::atoi(e) > 0 ? std::atoi(e) : std::min(16, (int)std::max(1u, std::thread::hardware_concurrency()));
-  }
-
-  static bool page_locked(const void* p) {
-    cudaPointerAttributes a{};
-    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    return a.type == cudaMemoryTypeHost;
-  }
-
   // See the top of this file.
   void execute_host(const char* in, char* out, pixel p) {
     const std::size_t bytes = pixel_bytes(p);
@@ -435,7 +419,7 @@ class cuda_backend final : public plan::impl {
     // page-locked caller buffers are copied directly. (Registering pageable ones for the call,
     // cudaHostRegister + cudaHostUnregister, costs ~11 ms per 144 MB on the H100 machine:
     // twice the PCIe time of the bytes.)
-    const bool direct = page_locked(in) && page_locked(out);
+    const bool direct = host_staging::page_locked(in) && host_staging::page_locked(out);
 
     const std::size_t slot_bytes = align_up(L.in_bytes) + align_up(L.out_bytes);
     staging_.reserve(L.slots * slot_bytes);
@@ -443,7 +427,7 @@ class cuda_backend final : public plan::impl {
       pinned_in_.reserve(L.slots * align_up(L.in_bytes));
       pinned_out_.reserve(L.slots * align_up(L.out_bytes));
     }
-    const int copiers = copy_threads();
+    const int copiers = staging_threads(prob.options.threads);
     // a row of the outside value (zero or constant boundary), in the pixel type, page-locked
     if (!L.whole && (m.border == boundary::zero || m.border == boundary::constant)) {
       const std::vector<float> outside(W, m.border == boundary::constant ? m.constant_value : 0.f);

@@ -14,8 +14,10 @@
 // memory cap, one upload, every tile, one download. Otherwise bands: per volume, runs of
 // whole tile layers along D; a band's slab of extended input slices (backend3d.hpp's
 // make_band: the boundary rule along D applied on the host, the outside value filled in) is
-// uploaded slice by slice, convolved, and its output slices downloaded. Plain synchronous
-// copies: the 3D path has no staging pipeline yet (the 2D plan's overlaps the copies).
+// uploaded, convolved, and its output slices downloaded. Pageable host bytes cross through
+// page-locked staging (host_staging.hpp: CPU copies and DMA overlapped chunk by chunk); the
+// upload, the tiles and the download follow each other (the 2D plan's pipeline also overlaps
+// compute with copies).
 #include <algorithm>
 #include <string>
 
@@ -23,6 +25,7 @@
 #include "device_scope.hpp"
 #include "fft/device/buffer.hpp"
 #include "fft/plan/real_3d_plan.hpp"
+#include "host_staging.hpp"
 #include "pixel.cuh"
 #include "slices3d.hpp"
 
@@ -146,9 +149,9 @@ class cuda3d_backend final : public plan3d::impl {
     if (in_bytes + out_bytes <= room) {
       d_in_.reserve(in_bytes);
       d_out_.reserve(out_bytes);
-      GPUCONV_CUDA(cudaMemcpy(d_in_.data(), in, in_bytes, cudaMemcpyHostToDevice));
+      staging().upload(d_in_.data(), in, in_bytes, nullptr);
       run(d_in_.data(), d_out_.data(), px, prob.whole_map(), prob.volumes, nullptr);
-      GPUCONV_CUDA(cudaMemcpy(out, d_out_.data(), out_bytes, cudaMemcpyDeviceToHost));
+      staging().download(out, d_out_.data(), out_bytes, nullptr);
       return;
     }
     execute_bands(static_cast<const char*>(in), static_cast<char*>(out), px, room);
@@ -179,14 +182,16 @@ class cuda3d_backend final : public plan3d::impl {
       for (long long z0 = 0; z0 < prob.geo.out_d; z0 += band) {
         const long long z1 = std::min(prob.geo.out_d, z0 + band);
         const band3d b = make_band(prob, z0, z1);
+        std::vector<host_transfer> slab;
         for (std::size_t j = 0; j < b.slices.size(); ++j) {
           const char* src = b.slices[j] < 0 ? outside.data()
                                             : in + (std::size_t(vol) * prob.depth + b.slices[j]) * in_slice;
-          GPUCONV_CUDA(cudaMemcpy(d_in_.data() + j * in_slice, src, in_slice, cudaMemcpyHostToDevice));
+          slab.push_back({d_in_.data() + j * in_slice, src, in_slice});
         }
+        staging().upload(slab, nullptr);
         run(d_in_.data(), d_out_.data(), px, b.map, 1, nullptr);
-        GPUCONV_CUDA(cudaMemcpy(out + (std::size_t(vol) * prob.geo.out_d + z0) * out_slice, d_out_.data(),
-                                std::size_t(z1 - z0) * out_slice, cudaMemcpyDeviceToHost));
+        staging().download(out + (std::size_t(vol) * prob.geo.out_d + z0) * out_slice, d_out_.data(),
+                           std::size_t(z1 - z0) * out_slice, nullptr);
       }
   }
 
@@ -238,6 +243,12 @@ class cuda3d_backend final : public plan3d::impl {
   device_buffer<float> tiles_;
   device_buffer<cf> spectrum_;
   device_buffer<char> d_in_, d_out_;  // execute()'s device copies of host buffers (grown on demand)
+  std::unique_ptr<host_staging> staging_;  // execute()'s page-locked staging, made on the plan's device
+
+  host_staging& staging() {
+    if (!staging_) staging_ = std::make_unique<host_staging>(prob.options.threads);
+    return *staging_;
+  }
 };
 
 }  // namespace

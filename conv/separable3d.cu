@@ -17,12 +17,14 @@
 // without a boundary.
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "device_scope.hpp"
 #include "fft/device/buffer.hpp"
+#include "host_staging.hpp"
 #include "pixel.cuh"
 #include "rl_steps.hpp"
 #include "separable3d.hpp"
@@ -311,9 +313,9 @@ class cuda3d_separable final : public plan3d::impl {
     if (whole_bytes(px, true) <= cap_) {
       d_in_.reserve(in_bytes);
       d_out_.reserve(out_bytes);
-      GPUCONV_CUDA(cudaMemcpy(d_in_.data(), in, in_bytes, cudaMemcpyHostToDevice));
+      staging().upload(d_in_.data(), in, in_bytes, nullptr);
       run_whole(d_in_.data(), d_out_.data(), px, nullptr);
-      GPUCONV_CUDA(cudaMemcpy(out, d_out_.data(), out_bytes, cudaMemcpyDeviceToHost));
+      staging().download(out, d_out_.data(), out_bytes, nullptr);
       return;
     }
     run_bands(static_cast<const char*>(in), static_cast<char*>(out), px, true, nullptr);
@@ -398,11 +400,11 @@ class cuda3d_separable final : public plan3d::impl {
     dispatch_pixel(px, [&](auto type) {
       using T = decltype(type);
       const T fill = T(separable3d_outside_values(prob, f_, px).rows);
-      const cudaMemcpyKind kind = host ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice;
       for (int vol = 0; vol < prob.volumes; ++vol)
         for (long long z0 = 0; z0 < out_d; z0 += band) {
           const long long z1 = std::min(out_d, z0 + band);
           const band3d b = make_band(prob, z0, z1);
+          std::vector<host_transfer> slab;  // host: the slices to upload
           for (std::size_t j = 0; j < b.slices.size(); ++j) {
             char* slot = d_in_.data() + j * in_s;
             if (b.slices[j] < 0) {
@@ -411,10 +413,12 @@ class cuda3d_separable final : public plan3d::impl {
                   reinterpret_cast<T*>(slot), n, fill);
               check_launch("fill_kernel");
             } else {
-              GPUCONV_CUDA(cudaMemcpyAsync(slot, in + (std::size_t(vol) * prob.depth + b.slices[j]) * in_s, in_s, kind,
-                                           stream));
+              const char* src = in + (std::size_t(vol) * prob.depth + b.slices[j]) * in_s;
+              if (host) slab.push_back({slot, src, in_s});
+              else GPUCONV_CUDA(cudaMemcpyAsync(slot, src, in_s, cudaMemcpyDeviceToDevice, stream));
             }
           }
+          if (host) staging().upload(slab, stream);
           char* dst = host ? d_out_.data() : out + (std::size_t(vol) * out_d + z0) * out_s;
           store_step band_step;
           if (step != nullptr) {
@@ -424,8 +428,8 @@ class cuda3d_separable final : public plan3d::impl {
           passes(reinterpret_cast<const T*>(d_in_.data()), reinterpret_cast<T*>(dst), (long long)b.slices.size(), 1, true,
                  px, stream, step != nullptr ? &band_step : nullptr);
           if (host)
-            GPUCONV_CUDA(cudaMemcpyAsync(out + (std::size_t(vol) * out_d + z0) * out_s, d_out_.data(),
-                                         std::size_t(z1 - z0) * out_s, cudaMemcpyDeviceToHost, stream));
+            staging().download(out + (std::size_t(vol) * out_d + z0) * out_s, d_out_.data(), std::size_t(z1 - z0) * out_s,
+                               stream);
         }
       if (host) GPUCONV_CUDA(cudaStreamSynchronize(stream));
     });
@@ -437,6 +441,12 @@ class cuda3d_separable final : public plan3d::impl {
   device_buffer<float> taps_;
   std::vector<std::size_t> offsets_;  // of the depth, column and row taps in taps_
   device_buffer<char> t1_, t2_, d_in_, d_out_;  // grown on demand
+  std::unique_ptr<host_staging> staging_;  // execute()'s page-locked staging, made on the plan's device
+
+  host_staging& staging() {
+    if (!staging_) staging_ = std::make_unique<host_staging>(prob.options.threads);
+    return *staging_;
+  }
 };
 
 }  // namespace

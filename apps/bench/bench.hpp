@@ -19,10 +19,16 @@ struct options {
   std::vector<std::string> shapes;  // sweep: PLANESxHEIGHTxWIDTH image shapes (empty: the four defaults)
 };
 
+// K^3 PSFs of the volume benchmarks (conv3d.cu): random positive values summing to ~0.5
+// (general: the FFT tiles), and gaussian3d with sigma (K - 1) / 8 (rank-1: the separable method).
+std::vector<float> make_psf3d(int k);
+std::vector<float> make_gaussian_psf3d(int k);
+
 int run_fft1d(const options& opt);
 int run_conv(const options& opt);
 int run_sweep(const options& opt);
 int run_host(const options& opt);
+int run_host3d(const options& opt);
 int run_fft3d(const options& opt);
 int run_conv3d(const options& opt);
 int run_deconvolve(const options& opt);

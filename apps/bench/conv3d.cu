@@ -112,7 +112,9 @@ struct conv3_row {
   double multi_ms = 0, multi_err = 0;  // the same tiles by the multipass route
 };
 
-std::vector<float> make_psf(int k) {
+}  // namespace
+
+std::vector<float> make_psf3d(int k) {
   std::vector<float> psf(std::size_t(k) * k * k);
   for (std::size_t i = 0; i < psf.size(); ++i) psf[i] = float((i * 2654435761u) % 1000) / 1000.f / float(psf.size());
   return psf;
@@ -121,7 +123,7 @@ std::vector<float> make_psf(int k) {
 // gaussian3d with sigma (k - 1) / 8 on every axis: k = 2 round(4 sigma) + 1 taps, the product of
 // three normalised 1D gaussians (as the CLI's gaussian3d, and scipy's gaussian_filter with
 // truncate = 4): a rank-1 PSF, which plan3d runs as three 1D passes.
-std::vector<float> make_gaussian_psf(int k) {
+std::vector<float> make_gaussian_psf3d(int k) {
   const double sigma = (k - 1) / 8.0;
   std::vector<double> g(std::size_t(k), 0.0);
   double sum = 0;
@@ -132,8 +134,6 @@ std::vector<float> make_gaussian_psf(int k) {
       for (int j = 0; j < k; ++j) psf[(std::size_t(l) * k + i) * k + j] = float(g[l] * g[i] * g[j] / (sum * sum * sum));
   return psf;
 }
-
-}  // namespace
 
 int run_conv3d(const options& opt) {
   cuda_stream stream;
@@ -152,7 +152,7 @@ int run_conv3d(const options& opt) {
   std::vector<conv3_row> rows;
   for (int k : {15, 31, 63}) {
     if (!opt.sizes.empty() && std::find(opt.sizes.begin(), opt.sizes.end(), k) == opt.sizes.end()) continue;
-    const auto psf = make_psf(k);
+    const auto psf = make_psf3d(k);
     conv::plan_options po;
     po.device = conv::backend::cuda;
     po.semantics.border = conv::boundary::zero;
@@ -212,7 +212,7 @@ int run_conv3d(const options& opt) {
   std::vector<gauss_row> grows;
   for (int k : {15, 31, 63}) {
     if (!opt.sizes.empty() && std::find(opt.sizes.begin(), opt.sizes.end(), k) == opt.sizes.end()) continue;
-    const auto psf = make_gaussian_psf(k);
+    const auto psf = make_gaussian_psf3d(k);
     conv::plan_options po;
     po.device = conv::backend::cuda;
     po.semantics.border = conv::boundary::zero;
@@ -255,7 +255,7 @@ int run_conv3d(const options& opt) {
     const long long D = 256, H = 1024, W = 1024, n = D * H * W;
     std::vector<float> host_in(n), host_out(n, -1.f);
     for (long long i = 0; i < n; ++i) host_in[i] = float((i * 2654435761u) % 1000) / 1000.f;
-    const auto psf = make_psf(31);
+    const auto psf = make_psf3d(31);
     conv::plan_options po;
     po.device = conv::backend::cuda;
     po.memory_limit = std::size_t(4) << 30;
@@ -266,7 +266,7 @@ int run_conv3d(const options& opt) {
     std::printf("\n256x1024x1024 fp32, 31^3 PSF, reflect101, execute() on host buffers, 4 GB cap (bands over D): "
                 "%.3f s (%.2f Gvox/s, copies included), tile %dx%dx%d; first output %.4f\n",
                 s, n / (s * 1e9), big.tile().tile_d, big.tile().tile_h, big.tile().tile_w, host_out[0]);
-    const auto gpsf = make_gaussian_psf(31);
+    const auto gpsf = make_gaussian_psf3d(31);
     conv::plan3d gbig(D, H, W, 1, gpsf.data(), 31, 31, 31, po);
     const auto g0 = std::chrono::steady_clock::now();
     gbig.execute(host_in.data(), host_out.data());

@@ -4,6 +4,7 @@
 // turn takes; a plain cudaMemcpy from and to the caller's pageable buffers (what a naive
 // call gets); execute() on pageable buffers (malloc'd, touched once, as a NumPy array) and
 // on page-locked ones; execute_device() alone. Results are checked against execute_device.
+// gpuconv-bench host3d: the same columns for conv::plan3d (volumes through host_staging.hpp).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "bench.hpp"
 #include "conv/host_copy.hpp"
 #include "conv/plan.hpp"
+#include "conv/plan3d.hpp"
 #include "timing.cuh"
 
 namespace gpuconv::bench {
@@ -56,14 +58,10 @@ struct host_row {
   double mb_in, mb_out, h2d_gbs, d2h_gbs, floor_ms, pageable_copy_ms, exec_ms, exec_pinned_ms, device_ms, max_diff;
 };
 
-template <typename T>
-host_row run_case(const host_case& c, const options& opt, cudaStream_t stream) {
-  const std::size_t n = std::size_t(c.planes) * c.h * c.w;
-  std::vector<float> kernel(std::size_t(c.k) * c.k);
-  for (std::size_t i = 0; i < kernel.size(); ++i) kernel[i] = 1.0f / float(kernel.size()) * (0.5f + float((i * 2654435761u) % 1000) / 1000.f);
-  conv::plan_options po;
-  po.device = conv::backend::cuda;
-  conv::plan p(c.h, c.w, c.planes, kernel.data(), c.k, c.k, po);
+// The columns of one case: the floor, the pageable copies, execute_device, and execute on
+// pageable and page-locked buffers, checked against execute_device. P: conv::plan or plan3d.
+template <typename T, typename P>
+host_row measure(const std::string& name, std::size_t n, P& p, const options& opt, cudaStream_t stream) {
   const std::size_t bytes = n * sizeof(T);
   // pageable caller buffers, touched once (a NumPy array the caller has filled)
   std::vector<T> in(n), out(n), ref(n);
@@ -99,7 +97,7 @@ host_row run_case(const host_case& c, const options& opt, cudaStream_t stream) {
     max_diff = std::max(max_diff, std::fabs(double(pin_out.p[i]) - double(ref[i])));
   }
   host_row r;
-  r.name = c.name;
+  r.name = name;
   r.mb_in = r.mb_out = double(bytes) / 1e6;
   r.h2d_gbs = double(bytes) / (h2d * 1e-3) / 1e9;
   r.d2h_gbs = double(bytes) / (d2h * 1e-3) / 1e9;
@@ -110,6 +108,55 @@ host_row run_case(const host_case& c, const options& opt, cudaStream_t stream) {
   r.device_ms = dev;
   r.max_diff = max_diff;
   return r;
+}
+
+template <typename T>
+host_row run_case(const host_case& c, const options& opt, cudaStream_t stream) {
+  std::vector<float> kernel(std::size_t(c.k) * c.k);
+  for (std::size_t i = 0; i < kernel.size(); ++i) kernel[i] = 1.0f / float(kernel.size()) * (0.5f + float((i * 2654435761u) % 1000) / 1000.f);
+  conv::plan_options po;
+  po.device = conv::backend::cuda;
+  conv::plan p(c.h, c.w, c.planes, kernel.data(), c.k, c.k, po);
+  return measure<T>(c.name, std::size_t(c.planes) * c.h * c.w, p, opt, stream);
+}
+
+struct host3d_case {
+  const char* name;
+  int d, h, w, k;
+  bool gaussian;  // a rank-1 PSF (the separable method) instead of a general one (the FFT tiles)
+  int bytes;
+};
+
+template <typename T>
+host_row run_case3d(const host3d_case& c, const options& opt, cudaStream_t stream) {
+  const auto psf = c.gaussian ? make_gaussian_psf3d(c.k) : make_psf3d(c.k);
+  conv::plan_options po;
+  po.device = conv::backend::cuda;
+  conv::plan3d p(c.d, c.h, c.w, 1, psf.data(), c.k, c.k, c.k, po);
+  return measure<T>(c.name, std::size_t(c.d) * c.h * c.w, p, opt, stream);
+}
+
+void print_header() {
+  std::printf("%-26s %7s | %6s %6s %8s | %9s | %8s %6s | %8s %6s | %7s | %s\n", "case", "MB in", "H2D", "D2H", "floor",
+              "pageable", "execute", "%floor", "pinned", "%floor", "device", "max diff");
+  std::printf("%-26s %7s | %6s %6s %8s | %9s | %8s %6s | %8s %6s | %7s |\n", "", "", "GB/s", "GB/s", "ms", "copy ms",
+              "ms", "", "ms", "", "ms");
+}
+
+void print_row(const host_row& r) {
+  std::printf("%-26s %7.1f | %6.1f %6.1f %8.2f | %9.2f | %8.2f %5.0f%% | %8.2f %5.0f%% | %7.3f | %.2g\n", r.name.c_str(),
+              r.mb_in, r.h2d_gbs, r.d2h_gbs, r.floor_ms, r.pageable_copy_ms, r.exec_ms, 100 * r.floor_ms / r.exec_ms,
+              r.exec_pinned_ms, 100 * r.floor_ms / r.exec_pinned_ms, r.device_ms, r.max_diff);
+  std::fflush(stdout);
+}
+
+void write_csv(const std::string& file, const std::vector<host_row>& rows) {
+  if (file.empty()) return;
+  std::ofstream f(file);
+  f << "case,mb_in,h2d_gbs,d2h_gbs,floor_ms,pageable_copy_ms,execute_ms,execute_pinned_ms,device_ms,max_diff\n";
+  for (const auto& r : rows)
+    f << r.name << ',' << r.mb_in << ',' << r.h2d_gbs << ',' << r.d2h_gbs << ',' << r.floor_ms << ',' << r.pageable_copy_ms
+      << ',' << r.exec_ms << ',' << r.exec_pinned_ms << ',' << r.device_ms << ',' << r.max_diff << '\n';
 }
 
 }  // namespace
@@ -143,27 +190,40 @@ int run_host(const options& opt) {
     std::printf("\ncudaHostRegister + cudaHostUnregister of %zu MB: %.2f ms\n\n", bytes >> 20, reg);
   }
   std::vector<host_row> rows;
-  std::printf("%-22s %7s | %6s %6s %8s | %9s | %8s %6s | %8s %6s | %7s | %s\n", "case", "MB in", "H2D", "D2H", "floor",
-              "pageable", "execute", "%floor", "pinned", "%floor", "device", "max diff");
-  std::printf("%-22s %7s | %6s %6s %8s | %9s | %8s %6s | %8s %6s | %7s |\n", "", "", "GB/s", "GB/s", "ms", "copy ms",
-              "ms", "", "ms", "", "ms");
+  print_header();
   for (const host_case& c : cases) {
     host_row r = c.bytes == 4 ? run_case<float>(c, opt, stream)
                  : c.bytes == 1 ? run_case<std::uint8_t>(c, opt, stream)
                                 : run_case<std::uint16_t>(c, opt, stream);
-    std::printf("%-22s %7.1f | %6.1f %6.1f %8.2f | %9.2f | %8.2f %5.0f%% | %8.2f %5.0f%% | %7.3f | %.2g\n", r.name.c_str(),
-                r.mb_in, r.h2d_gbs, r.d2h_gbs, r.floor_ms, r.pageable_copy_ms, r.exec_ms, 100 * r.floor_ms / r.exec_ms,
-                r.exec_pinned_ms, 100 * r.floor_ms / r.exec_pinned_ms, r.device_ms, r.max_diff);
-    std::fflush(stdout);
+    print_row(r);
     rows.push_back(r);
   }
-  if (!opt.csv.empty()) {
-    std::ofstream f(opt.csv);
-    f << "case,mb_in,h2d_gbs,d2h_gbs,floor_ms,pageable_copy_ms,execute_ms,execute_pinned_ms,device_ms,max_diff\n";
-    for (const auto& r : rows)
-      f << r.name << ',' << r.mb_in << ',' << r.h2d_gbs << ',' << r.d2h_gbs << ',' << r.floor_ms << ',' << r.pageable_copy_ms
-        << ',' << r.exec_ms << ',' << r.exec_pinned_ms << ',' << r.device_ms << ',' << r.max_diff << '\n';
+  write_csv(opt.csv, rows);
+  return 0;
+}
+
+int run_host3d(const options& opt) {
+  cuda_stream stream;
+  cudaDeviceProp prop{};
+  GPUCONV_CUDA(cudaGetDeviceProperties(&prop, 0));
+  std::printf("gpuconv-bench host3d on %s: plan3d::execute on host buffers ('same', reflect101, K^3 PSF) against\n"
+              "the PCIe floor (page-locked H2D of the input + D2H of the output, each alone); medians of %d runs\n\n",
+              prop.name, opt.reps);
+  const host3d_case cases[] = {
+      {"128x512^2 f32 K=31", 128, 512, 512, 31, false, 4},   {"128x512^2 u16 K=31", 128, 512, 512, 31, false, 2},
+      {"128x512^2 u8 K=31", 128, 512, 512, 31, false, 1},    {"128x512^2 f32 gauss K=31", 128, 512, 512, 31, true, 4},
+      {"64x256^2 f32 K=15", 64, 256, 256, 15, false, 4},
+  };
+  std::vector<host_row> rows;
+  print_header();
+  for (const host3d_case& c : cases) {
+    host_row r = c.bytes == 4 ? run_case3d<float>(c, opt, stream)
+                 : c.bytes == 1 ? run_case3d<std::uint8_t>(c, opt, stream)
+                                : run_case3d<std::uint16_t>(c, opt, stream);
+    print_row(r);
+    rows.push_back(r);
   }
+  write_csv(opt.csv, rows);
   return 0;
 }
 

@@ -15,6 +15,7 @@ void usage() {
                "usage: gpuconv-bench fft1d [--points P] [--reps R] [--warmup W] [--sizes n1,n2,...] [--csv FILE]\n"
                "       gpuconv-bench conv [--reps R] [--warmup W] [--sizes k1,k2,...] [--tile T] [--csv FILE]\n"
                "       gpuconv-bench host [--reps R] [--warmup W] [--csv FILE]\n"
+               "       gpuconv-bench host3d [--reps R] [--warmup W] [--csv FILE]\n"
                "       gpuconv-bench sweep [--reps R] [--warmup W] [--sizes k1,k2,...] [--shapes PxHxW,...] [--tile T] [--csv FILE]\n"
                "       gpuconv-bench fft3d [--reps R] [--warmup W] [--sizes 128,256,512,1024] [--passes] [--csv FILE]\n"
                "       gpuconv-bench conv3d [--reps R] [--warmup W] [--sizes 15,31,63,1024] [--tile T] [--csv FILE]\n"
@@ -25,6 +26,7 @@ void usage() {
                "         plan's automatic method (direct, separable or an FFT path); --sizes selects kernel sizes, --tile\n"
                "         forces a square tile (the cost model still picks the path that holds it)\n"
                "  host   plan::execute on host buffers (pageable and page-locked) against the PCIe floor\n"
+               "  host3d plan3d::execute on host buffers likewise (128x512x512 with 31^3 PSFs, 64x256x256 with 15^3)\n"
                "  sweep  every CUDA method (direct, separable, fused, three-pass, multi-pass) and the automatic\n"
                "         choice, K = 1..255 (--sizes selects), dense and rank-1 kernels, on 1x4096^2, 64x256^2,\n"
                "         1024x64^2 and 3x3000x4000 (12 MP RGB planes; --shapes selects, e.g. 64x256x256): the crossover\n"
@@ -87,6 +89,7 @@ int main(int argc, char** argv) {
     if (cmd == "fft1d") return run_fft1d(opt);
     if (cmd == "conv") return run_conv(opt);
     if (cmd == "host") return run_host(opt);
+    if (cmd == "host3d") return run_host3d(opt);
     if (cmd == "sweep") return run_sweep(opt);
     if (cmd == "fft3d") return run_fft3d(opt);
     if (cmd == "conv3d") return run_conv3d(opt);
