@@ -308,6 +308,8 @@ cli_options parse_cli(const std::vector<std::string>& args) {
         ->required();
     app.add_option("OUTPUT", o.output, "output stack (.tif)")->required();
     app.add_option("-n,--iterations", o.deconvolve.iterations, "RL iterations (default 10)")->check(CLI::Range(1, 100000));
+    app.add_flag("--timing", o.timing, "print where the time went (kernel, read, plan with the device's start-up, "
+                                       "deconvolve, write) on stderr");
     app.add_option("--tv", o.deconvolve.tv,
                    "total-variation weight LAMBDA (RL-TV, Dey et al. 2006), 0 (default: none) to below 1/6; "
                    "typical 0.001-0.01");
@@ -418,7 +420,7 @@ Exit codes: 0 ok, 1 processing failed, 2 usage error, 3 input problem, 4 output 
   app.add_option("OUTPUT", o.output, "output image; its extension picks the format");
   add_convolution_options(app, o, raw);
   app.add_flag("--timing", o.timing, "print where the time went (CUDA start-up, read, decode, upload, convolve, "
-                                     "download, encode, write) on stderr");
+                                     "download, encode, write; for a stack: kernel, read, plan, convolve, write) on stderr");
   app.footer(convolve_examples);
   if (!run_parser(app, args, o)) return o;
   if (raw.version) {

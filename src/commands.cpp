@@ -28,6 +28,7 @@
 #include "kernel_io.hpp"
 #include "named_kernels.hpp"
 #include "stack_io.hpp"
+#include "stage_timer.hpp"
 #ifdef GPUCONV_HAVE_NVJPEG
 #include "jpeg_gpu.hpp"
 #endif
@@ -37,57 +38,6 @@ namespace gpuconv::app {
 namespace fs = std::filesystem;
 
 namespace {
-
-using clock_type = std::chrono::steady_clock;
-
-double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
-
-// --timing: the stages of one image in the order they ran, printed on one block of stderr.
-// The stages do not overlap: their sum is the total.
-class stage_timer {
- public:
-  explicit stage_timer(bool on) : on_(on), start_(clock_type::now()), last_(start_) {}
-  // Ends the stage that began at the previous mark (less what add() reported since).
-  void mark(const std::string& stage, const std::string& note = "") {
-    const auto now = clock_type::now();
-    if (on_) stages_.push_back({stage, std::chrono::duration<double>(now - last_).count() - added_, note});
-    last_ = now;
-    added_ = 0;
-  }
-  // A stage timed by someone else (convolver::stage_times) within the current one.
-  void add(const std::string& stage, double seconds, const std::string& note = "") {
-    if (on_) stages_.push_back({stage, seconds, note});
-    added_ += seconds;
-  }
-  // `title` after "gpuconv: "; `total` (seconds, with its note) where it is not this timer's
-  // time since it was made.
-  void print(std::ostream& err, const std::string& title = "timing", double total = -1,
-             const std::string& total_note = "this command, after process start-up") const {
-    if (!on_) return;
-    std::ostringstream s;
-    s << "gpuconv: " << title << "\n" << std::fixed << std::setprecision(4);
-    for (const auto& st : stages_)
-      s << "  " << std::left << std::setw(10) << st.name << std::right << std::setw(9) << st.seconds << " s"
-        << (st.note.empty() ? "" : "  (" + st.note + ")") << "\n";
-    s << "  " << std::left << std::setw(10) << "total" << std::right << std::setw(9)
-      << (total >= 0 ? total : seconds_since(start_)) << " s  (" << total_note << ")\n";
-    rusage u{};
-    ::getrusage(RUSAGE_SELF, &u);
-    s << "  peak RSS  " << std::setw(9) << std::setprecision(1) << u.ru_maxrss / 1024.0 << " MiB\n";
-    err << s.str();
-  }
-
- private:
-  struct stage {
-    std::string name;
-    double seconds;
-    std::string note;
-  };
-  bool on_;
-  clock_type::time_point start_, last_;
-  double added_ = 0;
-  std::vector<stage> stages_;
-};
 
 // Joins a thread on every path out of the scope it is made in.
 struct thread_joiner {
@@ -155,7 +105,7 @@ int run_convolve(const cli_options& o, std::ostream& err) {
   stage_timer timer(o.timing);
   const fs::path in(o.input), out(o.output);
   // a multi-page TIFF: 3D (volume_commands.cpp), whose path checks include the one below
-  if (is_stack_file(in)) return run_stack_convolve(o, err);
+  if (is_stack_file(in)) return run_stack_convolve(o, timer, err);
   refuse_output_over_input(o);
   kernel k = load_kernel(o);
   convolve_settings s = o.settings;

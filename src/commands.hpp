@@ -36,8 +36,10 @@ int run_convolve(const cli_options& o, std::ostream& err);
 void refuse_output_over_input(const cli_options& o);
 int run_batch_command(const cli_options& o, std::ostream& err);
 int run_bench(const cli_options& o, std::ostream& out, std::ostream& err);  // bench_batch.cpp
-// volume_commands.cpp: INPUT a multi-page TIFF (3D convolution), and gpuconv deconvolve
-int run_stack_convolve(const cli_options& o, std::ostream& err);
+// volume_commands.cpp: INPUT a multi-page TIFF (3D convolution; `timer`: run_convolve's --timing
+// clock, stage_timer.hpp), and gpuconv deconvolve
+class stage_timer;
+int run_stack_convolve(const cli_options& o, stage_timer& timer, std::ostream& err);
 int run_deconvolve(const cli_options& o, std::ostream& err);
 
 // The kernel of the KERNEL argument, normalised when --normalize was given.

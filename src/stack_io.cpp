@@ -166,7 +166,15 @@ int tiff_page_count(const fs::path& file) {
 
 bool is_stack_file(const fs::path& file) { return tiff_page_count(file) > 1; }
 
-volume read_stack(const fs::path& file, const std::string& role) {
+namespace {
+
+// The validated pages of a stack and its shape (values left empty).
+struct stack_pages {
+  volume shape;
+  std::vector<cv::Mat> mats;
+};
+
+stack_pages read_pages(const fs::path& file, const std::string& role) {
   const std::string name = role;
   check_before_decoding(file, name);
   if (!is_tiff_file(file)) throw input_error(name + ": not a TIFF file (stacks are multi-page TIFFs)");
@@ -222,14 +230,45 @@ volume read_stack(const fs::path& file, const std::string& role) {
     throw input_error(name + ": " + std::to_string(v.width) + " x " + std::to_string(v.height) + " x " +
                       std::to_string(v.depth) + " voxels, more than the limit of " +
                       std::to_string(max_image_pixels()) + " (GPUCONV_MAX_PIXELS)");
-  v.values.resize(std::size_t(v.voxels()));
-  const std::size_t plane = std::size_t(v.height * v.width);
-  for (std::size_t z = 0; z < mats.size(); ++z) {
-    cv::Mat view(int(v.height), int(v.width), CV_32F, v.values.data() + z * plane);
-    mats[z].convertTo(view, CV_32F);  // stored units, no scaling; into the buffer in place
+  return {v, std::move(mats)};
+}
+
+}  // namespace
+
+stored_volume read_stack_stored(const fs::path& file, const std::string& role) {
+  stack_pages p = read_pages(file, role);
+  stored_volume v;
+  v.depth = p.shape.depth;
+  v.height = p.shape.height;
+  v.width = p.shape.width;
+  v.cv_depth = p.shape.cv_depth;
+  const std::size_t page_bytes = std::size_t(v.height * v.width) * CV_ELEM_SIZE(v.cv_depth);
+  v.bytes.resize(page_bytes * std::size_t(v.depth));
+  for (std::size_t z = 0; z < p.mats.size(); ++z) {
+    cv::Mat view(int(v.height), int(v.width), v.cv_depth, v.bytes.data() + z * page_bytes);
+    p.mats[z].copyTo(view);
+    p.mats[z].release();  // the page's memory back as soon as it is copied
   }
   return v;
 }
+
+volume to_float(const stored_volume& s) {
+  volume v;
+  v.depth = s.depth;
+  v.height = s.height;
+  v.width = s.width;
+  v.cv_depth = s.cv_depth;
+  v.values.resize(std::size_t(v.voxels()));
+  const std::size_t plane = std::size_t(v.height * v.width), page_bytes = plane * CV_ELEM_SIZE(s.cv_depth);
+  for (long long z = 0; z < v.depth; ++z) {
+    const cv::Mat page(int(v.height), int(v.width), s.cv_depth, const_cast<unsigned char*>(s.bytes.data()) + z * page_bytes);
+    cv::Mat view(int(v.height), int(v.width), CV_32F, v.values.data() + z * plane);
+    page.convertTo(view, CV_32F);  // stored units, no scaling; into the buffer in place
+  }
+  return v;
+}
+
+volume read_stack(const fs::path& file, const std::string& role) { return to_float(read_stack_stored(file, role)); }
 
 namespace {
 
@@ -333,6 +372,14 @@ void check_stack_output(const fs::path& file) {
   const std::string ext = to_lower(file.extension().string());
   if (ext != ".tif" && ext != ".tiff")
     throw usage_error("output '" + file.string() + "': a stack is written as a multi-page TIFF; use .tif or .tiff");
+}
+
+void write_stack_stored(const fs::path& file, const stored_volume& v) {
+  std::vector<cv::Mat> pages;  // views of the samples, no copy
+  const std::size_t page_bytes = std::size_t(v.height * v.width) * CV_ELEM_SIZE(v.cv_depth);
+  for (long long z = 0; z < v.depth; ++z)
+    pages.emplace_back(int(v.height), int(v.width), v.cv_depth, const_cast<unsigned char*>(v.bytes.data()) + z * page_bytes);
+  write_bytes_atomic(file, tiff_stack_bytes(pages, file), true);
 }
 
 long long write_stack(const fs::path& file, const volume& v, int cv_depth, double scale, double offset) {

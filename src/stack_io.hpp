@@ -30,6 +30,15 @@ struct volume {
   long long voxels() const { return depth * height * width; }
 };
 
+// D x H x W samples as the file stores them (8-bit, 16-bit or float), contiguous, z slice after
+// z slice: what the stack commands hand the plan where the samples can stay narrow.
+struct stored_volume {
+  long long depth = 0, height = 0, width = 0;
+  int cv_depth = CV_8U;
+  std::vector<unsigned char> bytes;
+  long long voxels() const { return depth * height * width; }
+};
+
 // True when `file` starts with a TIFF signature (II*\0 or MM\0*), whatever its extension.
 bool is_tiff_file(const std::filesystem::path& file);
 
@@ -46,6 +55,10 @@ bool is_stack_file(const std::filesystem::path& file);
 // pages of different sizes or depths, multi-channel pages, other depths, and a stack above
 // the voxel limit.
 volume read_stack(const std::filesystem::path& file, const std::string& role);
+// The same checks and errors; the samples as stored.
+stored_volume read_stack_stored(const std::filesystem::path& file, const std::string& role);
+// The samples as float, in stored units (read_stack = to_float(read_stack_stored)).
+volume to_float(const stored_volume& v);
 
 // Baseline TIFF bytes of `pages` (all of one size, one channel, CV_8U / CV_16U / CV_32F):
 // uncompressed, one strip per page, BlackIsZero, SampleFormat 1 (unsigned) or 3 (float).
@@ -60,6 +73,9 @@ std::vector<cv::Mat> volume_pages(const volume& v, int cv_depth, double scale, d
 
 // Throws usage_error unless `file` ends in .tif or .tiff: stacks are written as TIFF only.
 void check_stack_output(const std::filesystem::path& file);
+
+// tiff_stack_bytes + write_bytes_atomic of samples already in their output type.
+void write_stack_stored(const std::filesystem::path& file, const stored_volume& v);
 
 // volume_pages + tiff_stack_bytes + write_bytes_atomic; returns the clipped voxel count.
 long long write_stack(const std::filesystem::path& file, const volume& v, int cv_depth, double scale = 1,

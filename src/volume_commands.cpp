@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <sstream>
 
@@ -15,6 +16,7 @@
 #include "interrupt.hpp"
 #include "kernel_io.hpp"
 #include "stack_io.hpp"
+#include "stage_timer.hpp"
 
 namespace gpuconv::app {
 
@@ -38,40 +40,113 @@ usage_error named(const cli_options& o, const std::invalid_argument& e) {
 }
 
 // Writes `result` in the depth asked for (same: the input's) and reports clipping.
-int finish(const cli_options& o, const volume& result, int input_depth, double scale, double offset, std::ostream& err) {
+int finish(const cli_options& o, const volume& result, int input_depth, double scale, double offset, stage_timer& timer,
+           std::ostream& err) {
   if (interrupted()) return interrupt_exit_code();
   const long long clipped = write_stack(o.output, result, output_cv_depth(o.settings.depth, input_depth), scale, offset);
+  timer.mark("write", "convert, encode, write and sync");
   if (interrupted()) return interrupt_exit_code();
   if (clipped && !o.quiet) err << "gpuconv: " << clipped << " voxels clipped\n";
+  timer.print(err);
+  return exit_ok;
+}
+
+std::string device_note(const conv::plan_options& p) {
+  return p.device == conv::backend::cuda ? "CUDA" : "CPU";
+}
+
+// 8/16-bit samples may go to the plan and come back as stored (half the bytes across PCIe, no
+// float copies on the host) where the result is the same as the float route's: output in the
+// input's depth, no scale or offset, and a kernel and outside value that cannot take a voxel out
+// of the depth's range (kernel values >= 0 summing to at most 1, any constant within the range),
+// so that the float route's clip count would be 0 but for the transform's float rounding. The
+// plan rounds (half to even) and saturates as volume_pages does.
+bool narrow_route(const cli_options& o, const kernel& k, int cv_depth) {
+  if (cv_depth != CV_8U && cv_depth != CV_16U) return false;
+  if (output_cv_depth(o.settings.depth, cv_depth) != cv_depth || o.settings.scale != 1 || o.settings.offset != 0) return false;
+  double sum = 0;
+  for (float v : k.values) {
+    if (!(v >= 0)) return false;
+    sum += v;
+  }
+  const double top = cv_depth == CV_8U ? 255 : 65535;
+  const conv::options& m = o.settings.semantics;
+  if (m.border == conv::boundary::constant && !(m.constant_value >= 0 && m.constant_value <= top)) return false;
+  return sum <= 1 + 1e-6;
+}
+
+// The stack's plan on the device asked for, made and run: run(plan) executes it. The plan's
+// invalid_argument becomes a usage error naming the files.
+template <typename F>
+void with_plan(const cli_options& o, const kernel& k, long long d, long long h, long long w, stage_timer& timer,
+               std::ostream& err, F&& run) {
+  conv::plan_options p;
+  p.semantics = o.settings.semantics;
+  p.device = resolve_device(o.settings.device, o.quiet, err);
+  p.threads = o.settings.threads;
+  try {
+    conv::plan3d plan(d, h, w, 1, k.values.data(), k.depth, k.height, k.width, p);
+    timer.mark("plan", device_note(p) + ", device start-up included");
+    run(plan);
+    timer.mark("convolve", device_note(p) + std::string(p.device == conv::backend::cuda ? ", upload and download included" : ""));
+  } catch (const std::invalid_argument& e) {
+    throw named(o, e);
+  }
+}
+
+// The narrow route (narrow_route): the stored samples through the plan, written as they come back.
+int stack_convolve_narrow(const cli_options& o, const kernel& k, const stored_volume& in, stage_timer& timer,
+                          std::ostream& err) {
+  stored_volume out;
+  with_plan(o, k, in.depth, in.height, in.width, timer, err, [&](conv::plan3d& plan) {
+    out.depth = plan.output_depth();
+    out.height = plan.output_height();
+    out.width = plan.output_width();
+    out.cv_depth = in.cv_depth;
+    out.bytes.resize(std::size_t(out.voxels()) * CV_ELEM_SIZE(in.cv_depth));
+    if (in.cv_depth == CV_8U) plan.execute(in.bytes.data(), out.bytes.data());
+    else
+      plan.execute(reinterpret_cast<const std::uint16_t*>(in.bytes.data()), reinterpret_cast<std::uint16_t*>(out.bytes.data()));
+  });
+  if (interrupted()) return interrupt_exit_code();
+  write_stack_stored(o.output, out);
+  timer.mark("write", "encode, write and sync");
+  if (interrupted()) return interrupt_exit_code();
+  timer.print(err);
   return exit_ok;
 }
 
 }  // namespace
 
-int run_stack_convolve(const cli_options& o, std::ostream& err) {
+int run_stack_convolve(const cli_options& o, stage_timer& timer, std::ostream& err) {
   check_stack_paths(o);
   kernel k = resolve_volume_kernel(o.kernel);
   if (o.normalize) normalize(k);
-  const volume in = read_stack(o.input, "input '" + o.input + "'");
-  conv::plan_options p;
-  p.semantics = o.settings.semantics;
-  p.device = resolve_device(o.settings.device, o.quiet, err);
-  p.threads = o.settings.threads;
+  timer.mark("kernel", k.source);
+  volume in;
+  {
+    stored_volume raw = read_stack_stored(o.input, "input '" + o.input + "'");
+    const std::string shape = shape_text(raw.width, raw.height, raw.depth);
+    if (narrow_route(o, k, raw.cv_depth)) {
+      timer.mark("read", shape + ", " + std::to_string(CV_ELEM_SIZE(raw.cv_depth) * 8) + "-bit samples kept");
+      return stack_convolve_narrow(o, k, raw, timer, err);
+    }
+    in = to_float(raw);
+    timer.mark("read", shape + ", as float");
+  }
   volume out;
-  try {
-    conv::plan3d plan(in.depth, in.height, in.width, 1, k.values.data(), k.depth, k.height, k.width, p);
+  with_plan(o, k, in.depth, in.height, in.width, timer, err, [&](conv::plan3d& plan) {
     out.depth = plan.output_depth();
     out.height = plan.output_height();
     out.width = plan.output_width();
     out.values.resize(std::size_t(out.voxels()));
     plan.execute(in.values.data(), out.values.data());
-  } catch (const std::invalid_argument& e) {
-    throw named(o, e);
-  }
-  return finish(o, out, in.cv_depth, o.settings.scale, o.settings.offset, err);
+  });
+  return finish(o, out, in.cv_depth, o.settings.scale, o.settings.offset, timer, err);
 }
 
 int run_deconvolve(const cli_options& o, std::ostream& err) {
+  stage_timer timer(o.timing);
   check_stack_paths(o);
   kernel k = resolve_volume_kernel(o.kernel);
   long long negative = 0;
@@ -82,7 +157,9 @@ int run_deconvolve(const cli_options& o, std::ostream& err) {
     }
   if (negative && !o.quiet) err << "gpuconv: " << k.source << ": " << negative << " negative values set to 0\n";
   if (!(k.sum() > 0)) throw input_error(k.source + ": no positive value; a PSF must sum to more than 0");
+  timer.mark("kernel", k.source);
   const volume in = read_stack(o.input, "input '" + o.input + "'");
+  timer.mark("read", shape_text(in.width, in.height, in.depth) + ", as float");
   conv::deconvolve_options d;
   d.iterations = o.deconvolve.iterations;
   d.tv_lambda = float(o.deconvolve.tv);
@@ -98,6 +175,7 @@ int run_deconvolve(const cli_options& o, std::ostream& err) {
   const auto start = std::chrono::steady_clock::now();
   try {
     conv::richardson_lucy rl(in.depth, in.height, in.width, k.values.data(), k.depth, k.height, k.width, d);
+    timer.mark("plan", std::string(d.device == conv::backend::cuda ? "CUDA" : "CPU") + ", device start-up included");
     rl.run(in.values.data(), out.values.data(), [&](int done, int total) {
       if (progress) {
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -109,11 +187,13 @@ int run_deconvolve(const cli_options& o, std::ostream& err) {
       }
       return !interrupted();
     });
+    timer.mark("deconvolve", std::to_string(d.iterations) + " iterations" +
+                                 std::string(d.device == conv::backend::cuda ? ", upload and download included" : ""));
   } catch (const std::invalid_argument& e) {
     throw named(o, e);
   }
   if (progress && interrupted()) err << "\n";
-  return finish(o, out, in.cv_depth, 1, 0, err);
+  return finish(o, out, in.cv_depth, 1, 0, timer, err);
 }
 
 }  // namespace gpuconv::app

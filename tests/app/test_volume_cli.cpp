@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 
 #include <opencv2/imgcodecs.hpp>
 
@@ -124,6 +125,69 @@ TEST_CASE("stack CLI: 3D convolution equals the direct double reference (modes, 
 TEST_CASE("stack CLI: 3D convolution on CUDA", "[app][cli][stack][gpu]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
   check_stack_convolution("cuda");
+}
+
+namespace {
+
+// 8/16-bit stacks whose result cannot leave the range (kernel >= 0 summing to 1, in-range
+// constant) keep their samples narrow through the plan (volume_commands.cpp, narrow_route):
+// the output equals the float route's (--depth 32f) rounded half to even and saturated, byte for
+// byte; --timing names the route. A kernel with negative taps, an out-of-range constant or
+// --scale take the float route (and report clipping).
+void check_narrow_route(const std::string& device) {
+  test::scratch_dir dir;
+  const fs::path psf_file = save(dir, "psf.tif", make_volume(5, 7, 3, CV_32F, 11));
+  for (const int depth : {CV_16U, CV_8U})
+    for (const std::vector<std::string>& options : std::vector<std::vector<std::string>>{
+             {"--boundary", "reflect"}, {"--mode", "full", "--boundary", "zero"}, {"--boundary", "constant:7"}}) {
+      CAPTURE(depth, options);
+      const volume in = make_volume(9, 40, 33, depth, 3);
+      const fs::path in_file = save(dir, "in.tif", in), narrow = dir / "narrow.tif", wide = dir / "wide.tif";
+      std::vector<std::string> args{in_file.string(), psf_file.string(), narrow.string(), "--device", device, "--timing"};
+      args.insert(args.end(), options.begin(), options.end());
+      const auto r = test::run_gpuconv(args, dir.path());
+      REQUIRE(r.exit_code == 0);
+      CHECK_THAT(r.err, ContainsSubstring(depth == CV_8U ? "8-bit samples kept" : "16-bit samples kept"));
+      args[2] = wide.string();
+      args.insert(args.end(), {"--depth", "32f"});
+      const auto f = test::run_gpuconv(args, dir.path());
+      REQUIRE(f.exit_code == 0);
+      CHECK_THAT(f.err, ContainsSubstring("as float"));
+      const volume a = read_stack(narrow, "narrow"), b = read_stack(wide, "wide");
+      REQUIRE(a.voxels() == b.voxels());
+      CHECK(a.cv_depth == depth);
+      const double top = depth == CV_8U ? 255 : 65535;
+      long long differ = 0;
+      for (std::size_t i = 0; i < a.values.size(); ++i)
+        differ += a.values[i] != float(std::clamp(double(cvRound(b.values[i])), 0.0, top));
+      CHECK(differ == 0);
+    }
+  // the float route where the result may leave the range: negative taps clip and say so
+  const volume in = make_volume(6, 16, 18, CV_8U, 5);
+  const fs::path in_file = save(dir, "in8.tif", in), out = dir / "out8.tif";
+  const fs::path sharpen = dir / "sharpen.txt";
+  std::ofstream(sharpen) << "0 -1 0\n-1 5 -1\n0 -1 0\n";
+  for (const std::vector<std::string>& extra : std::vector<std::vector<std::string>>{
+           {sharpen.string()}, {"box:3", "--boundary", "constant:2000"}, {"box:3", "--scale", "1.5"}}) {
+    CAPTURE(extra);
+    std::vector<std::string> args{in_file.string(), extra[0], out.string(), "--device", device, "--timing"};
+    args.insert(args.end(), extra.begin() + 1, extra.end());
+    const auto r = test::run_gpuconv(args, dir.path());
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.err, ContainsSubstring("as float"));
+    CHECK_THAT(r.err, ContainsSubstring("voxels clipped"));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("stack CLI: 8/16-bit samples stay narrow where the result cannot leave the range", "[app][cli][stack]") {
+  check_narrow_route("cpu");
+}
+
+TEST_CASE("stack CLI: 8/16-bit samples stay narrow on CUDA", "[app][cli][stack][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  check_narrow_route("cuda");
 }
 
 TEST_CASE("stack CLI: gaussian3d, 2D kernels per slice, --scale/--offset/--depth", "[app][cli][stack]") {
