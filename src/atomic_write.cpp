@@ -1,6 +1,8 @@
 #include "atomic_write.hpp"
 
 #include <fcntl.h>
+#include <limits.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -73,6 +75,10 @@ void write_image_atomic(const fs::path& out, const cv::Mat& image, bool overwrit
 
 void write_bytes_atomic(const fs::path& out, const std::vector<unsigned char>& bytes, bool overwrite,
                         bool despite_interrupt) {
+  write_spans_atomic(out, {{bytes.data(), bytes.size()}}, overwrite, despite_interrupt);
+}
+
+void write_spans_atomic(const fs::path& out, const std::vector<byte_span>& spans, bool overwrite, bool despite_interrupt) {
   const auto stop = [&] { return interrupted() && !despite_interrupt; };
   static std::atomic<unsigned long> counter{0};
   const fs::path dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
@@ -91,17 +97,39 @@ void write_bytes_atomic(const fs::path& out, const std::vector<unsigned char>& b
     throw output_error(name + ": cannot create a file in '" + dir.string() + "': " + errno_text(e));
   }
   temp_guard guard{temp};
-  std::size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+  std::size_t total = 0;
+  for (const byte_span& s : spans) total += s.bytes;
+  // writev over the spans not yet written, at most IOV_MAX at a time, resumed after short writes
+  std::size_t first = 0, skip = 0;  // spans[first] from byte `skip` on is the next to write
+  std::vector<iovec> iov;
+  while (first < spans.size()) {
+    if (spans[first].bytes == skip) {
+      ++first;
+      skip = 0;
+      continue;
+    }
+    iov.clear();
+    for (std::size_t i = first; i < spans.size() && iov.size() < std::size_t(IOV_MAX); ++i) {
+      const std::size_t from = i == first ? skip : 0;
+      if (spans[i].bytes > from) iov.push_back({const_cast<unsigned char*>(spans[i].data) + from, spans[i].bytes - from});
+    }
+    const ssize_t n = ::writev(fd, iov.data(), int(iov.size()));
     if (n < 0 && errno == EINTR && !stop()) continue;
     if (n <= 0) {
       const int e = n < 0 ? errno : EIO;
       ::close(fd);
       if (n < 0 && e == EINTR) throw output_error(name + ": interrupted before it was written");
-      throw output_error(name + ": cannot be written (" + std::to_string(bytes.size()) + " bytes): " + errno_text(e));
+      throw output_error(name + ": cannot be written (" + std::to_string(total) + " bytes): " + errno_text(e));
     }
-    written += std::size_t(n);
+    for (std::size_t left = std::size_t(n); left > 0;) {  // advance past the bytes written
+      const std::size_t here = std::min(left, spans[first].bytes - skip);
+      skip += here;
+      left -= here;
+      if (skip == spans[first].bytes) {
+        ++first;
+        skip = 0;
+      }
+    }
   }
   if (fsync_outputs() && ::fsync(fd) != 0) {
     const int e = errno;

@@ -6,6 +6,7 @@
 // appeared in the meantime is never replaced. On any failure, or when an interrupt arrived
 // before the move, the temp file is removed and output_error is thrown.
 #pragma once
+#include <cstddef>
 #include <filesystem>
 #include <vector>
 
@@ -18,6 +19,15 @@ void write_image_atomic(const std::filesystem::path& out, const cv::Mat& image, 
 // The same for bytes already encoded (the GPU's JPEG encoder). `despite_interrupt`: written
 // even after SIGINT/SIGTERM (the batch's --summary, which reports the interrupted run).
 void write_bytes_atomic(const std::filesystem::path& out, const std::vector<unsigned char>& bytes, bool overwrite = true,
+                        bool despite_interrupt = false);
+
+// The same for bytes in several places, written in order (writev): a TIFF stack's directories
+// and its pages' samples where they lie, without one buffer holding them all.
+struct byte_span {
+  const unsigned char* data;
+  std::size_t bytes;
+};
+void write_spans_atomic(const std::filesystem::path& out, const std::vector<byte_span>& spans, bool overwrite = true,
                         bool despite_interrupt = false);
 
 // True for names write_image_atomic uses for its temp files (tests look for leftovers).

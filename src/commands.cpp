@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "atomic_write.hpp"
+#include "cuda_startup.hpp"
 #include "batch.hpp"
 #include "errors.hpp"
 #include "fft/device/cuda_check.hpp"
@@ -130,47 +131,24 @@ int run_convolve(const cli_options& o, std::ostream& err) {
 
   // CUDA's start-up (the driver, the context, and nvJPEG's handles for --decoder gpu) on
   // another thread, while this one reads and decodes the file.
-  std::exception_ptr init_error;
-  double init_seconds = 0, driver_seconds = 0, context_seconds = 0;
-  std::thread init;
-  // The driver's start-up for one image (H100, docs/benchmarks.md; a value the user has set stays):
-  // - one hardware work queue: the image runs on one stream, and the driver's default of 8 made
-  //   the context 50 ms slower to create and 30 ms slower to tear down at exit;
-  // - the JIT compiler's libraries not preloaded by cuInit: the driver loads them if a kernel
-  //   needs compiling (only on a GPU newer than the binary's code).
+  cuda_startup init;
   if (s.device != conv::backend::cpu) {
-    ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 0);
-    ::setenv("CUDA_FORCE_PRELOAD_LIBRARIES", "0", 0);
-    init = std::thread([&] {
-      const auto t0 = clock_type::now();
-      try {
-        const bool have_device = cuda_device_available();  // the driver's start (cuInit)
-        driver_seconds = seconds_since(t0);
-        if (have_device) pipeline::gpu_convolver::warm_up();  // the primary context
-        context_seconds = seconds_since(t0) - driver_seconds;
 #ifdef GPUCONV_HAVE_NVJPEG
-        if (have_device && jpeg_candidate) (void)pipeline::nvjpeg_library();
-#endif
-      } catch (...) {
-        init_error = std::current_exception();
-      }
-      init_seconds = seconds_since(t0);
+    init.start([&](bool) {
+      if (jpeg_candidate) (void)pipeline::nvjpeg_library();
     });
+#else
+    init.start();
+#endif
   }
-  thread_joiner join_init{init};
   bool cuda = false;
   auto wait_init = [&] {
-    if (init.joinable()) {
-      init.join();
-      if (init_error) std::rethrow_exception(init_error);
-    }
+    init.wait();
     if (s.device != conv::backend::cpu) {  // resolve_device asks again: answered at once now
       s.device = resolve_device(s.device, o.quiet, err);
       cuda = s.device == conv::backend::cuda;
       // the wait only: the start-up itself ran beside the stages before
-      timer.mark("cuda-wait", "start-up " + std::to_string(init_seconds).substr(0, 6) + " s on its own thread (driver " +
-                                  std::to_string(driver_seconds).substr(0, 6) + " s, context " +
-                                  std::to_string(context_seconds).substr(0, 6) + " s); device " + (cuda ? "cuda" : "cpu"));
+      timer.mark("cuda-wait", init.note() + "; device " + (cuda ? "cuda" : "cpu"));
     }
     if (s.decoder == jpeg_decoder::gpu && !cuda) throw usage_error("--decoder gpu needs --device cuda (or auto with a GPU)");
   };

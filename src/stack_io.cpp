@@ -1,14 +1,21 @@
-// Multi-page TIFF stacks: reading through OpenCV, writing through a baseline TIFF encoder of
-// our own (in memory, for write_bytes_atomic). See stack_io.hpp for the rules.
+// Multi-page TIFF stacks: reading uncompressed gray pages straight from their strips, anything
+// else through OpenCV; writing through a baseline TIFF encoder of our own (atomically, from
+// where the samples lie). See stack_io.hpp for the rules.
 #include "stack_io.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
+#include <opencv2/core/utility.hpp>
 #include <opencv2/imgcodecs.hpp>
 
 #include "atomic_write.hpp"
@@ -64,10 +71,20 @@ std::string messages(cerr_capture& cerr) {
 // every directory and every strip or tile it points to lies inside the file. libtiff stops
 // quietly at a directory past the end (a cut file then reads as fewer pages) and OpenCV may
 // fill a missing strip; this says so instead. BigTIFF (version 43) is left to libtiff.
+// One directory's fields that decide whether read_raw_pages can read it (0: tag absent).
+struct tiff_page {
+  std::uint64_t width = 0, height = 0, bits = 0, compression = 0, photometric = 0, samples = 0, planar = 0,
+                format = 0, rows_per_strip = 0, orientation = 0, fill_order = 0;
+  bool tiled = false;
+  std::vector<std::uint64_t> offsets, counts;  // the strips (or tiles)
+};
+
 struct tiff_layout {
   int pages = 0;        // the directories the chain names, a damaged one included
   bool classic = false;
+  bool little = true;
   std::string problem;  // empty: the chain and the data are whole
+  std::vector<tiff_page> dirs;  // each page's fields, where the chain is whole
 };
 
 tiff_layout walk_tiff(const fs::path& file) {
@@ -78,6 +95,7 @@ tiff_layout walk_tiff(const fs::path& file) {
   unsigned char h[8];
   if (ec || !in.read(reinterpret_cast<char*>(h), 8)) return t;
   const bool little = h[0] == 'I';
+  t.little = little;
   auto u = [&](const unsigned char* p, int n) {
     std::uint64_t v = 0;
     for (int i = 0; i < n; ++i) v |= std::uint64_t(p[little ? i : n - 1 - i]) << (8 * i);
@@ -124,7 +142,9 @@ tiff_layout walk_tiff(const fs::path& file) {
       t.problem = where + " runs past the end of the file (" + std::to_string(size) + " bytes)";
       return t;
     }
-    std::vector<std::uint64_t> offsets, counts;
+    tiff_page page;
+    std::vector<std::uint64_t>& offsets = page.offsets;
+    std::vector<std::uint64_t>& counts = page.counts;
     for (std::uint64_t i = 0; i < entries; ++i) {
       const unsigned char* e = d.data() + i * 12;
       const std::uint64_t tag = u(e, 2);
@@ -135,6 +155,16 @@ tiff_layout walk_tiff(const fs::path& file) {
         t.problem = where + ": its strip table lies past the end of the file";
         return t;
       }
+      page.tiled = page.tiled || tag == 324 || tag == 325 || tag == 322 || tag == 323;
+      std::uint64_t* field = tag == 256 ? &page.width : tag == 257 ? &page.height : tag == 258 ? &page.bits
+                           : tag == 259 ? &page.compression : tag == 262 ? &page.photometric
+                           : tag == 277 ? &page.samples : tag == 278 ? &page.rows_per_strip
+                           : tag == 284 ? &page.planar : tag == 339 ? &page.format
+                           : tag == 274 ? &page.orientation : tag == 266 ? &page.fill_order : nullptr;
+      if (field) {  // one value (BitsPerSample may list one per sample: the first, and SamplesPerPixel decides)
+        std::vector<std::uint64_t> v;
+        if (values(e, v) && !v.empty()) *field = v[0];
+      }
     }
     for (std::size_t i = 0; i < offsets.size() && i < counts.size(); ++i)
       if (offsets[i] + counts[i] > size) {
@@ -144,8 +174,27 @@ tiff_layout walk_tiff(const fs::path& file) {
         return t;
       }
     ifd = u(d.data() + entries * 12, 4);
+    t.dirs.push_back(std::move(page));
   }
   return t;
+}
+
+// The samples' type of a page read_raw_pages can copy as stored (CV_8U, CV_16U, CV_32F), or -1:
+// uncompressed strips of one gray sample, BlackIsZero, no orientation or fill order other than
+// the default, every strip whole rows of exactly its bytes. Anything else is OpenCV's to decode.
+int raw_page_depth(const tiff_page& p) {
+  if (p.tiled || p.compression != 1 || p.photometric != 1 || !(p.samples <= 1) || !(p.planar <= 1) ||
+      !(p.orientation <= 1) || !(p.fill_order <= 1) || p.width == 0 || p.height == 0)
+    return -1;
+  const int depth = p.bits == 8 && p.format <= 1 ? CV_8U : p.bits == 16 && p.format <= 1 ? CV_16U
+                  : p.bits == 32 && p.format == 3 ? CV_32F : -1;
+  if (depth < 0) return -1;
+  const std::uint64_t rows = p.rows_per_strip == 0 || p.rows_per_strip > p.height ? p.height : p.rows_per_strip;
+  const std::uint64_t strips = (p.height + rows - 1) / rows, row_bytes = p.width * (p.bits / 8);
+  if (p.offsets.size() != strips || p.counts.size() != strips) return -1;
+  for (std::uint64_t i = 0; i < strips; ++i)
+    if (p.counts[i] != std::min(rows, p.height - i * rows) * row_bytes) return -1;
+  return depth;
 }
 
 }  // namespace
@@ -168,11 +217,54 @@ bool is_stack_file(const fs::path& file) { return tiff_page_count(file) > 1; }
 
 namespace {
 
-// The validated pages of a stack and its shape (values left empty).
+// The validated pages of a stack and its shape (values left empty), or the samples already
+// read as stored (raw: read_raw_pages).
 struct stack_pages {
   volume shape;
   std::vector<cv::Mat> mats;
+  std::optional<stored_volume> raw;
 };
+
+// Pages that raw_page_depth accepts, all of one size and type, in a little-endian file: their
+// strips read straight into one buffer (what libtiff would copy out of them unchanged), without
+// OpenCV's page-by-page decode and copies. Empty otherwise (OpenCV reads the stack).
+std::optional<stored_volume> read_raw_pages(const fs::path& file, const tiff_layout& t) {
+  if (!t.classic || !t.little || t.dirs.empty() || int(t.dirs.size()) != t.pages) return std::nullopt;
+  const tiff_page& first = t.dirs[0];
+  const int depth = raw_page_depth(first);
+  if (depth < 0) return std::nullopt;
+  for (const tiff_page& p : t.dirs)
+    if (raw_page_depth(p) != depth || p.width != first.width || p.height != first.height) return std::nullopt;
+  stored_volume v;
+  v.depth = t.pages;
+  v.height = (long long)first.height;
+  v.width = (long long)first.width;
+  v.cv_depth = depth;
+  const std::size_t page_bytes = std::size_t(first.width * first.height * (first.bits / 8));
+  v.bytes.resize(page_bytes * std::size_t(v.depth));
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  bool ok = true;
+  for (std::size_t z = 0; z < t.dirs.size() && ok; ++z) {
+    unsigned char* to = v.bytes.data() + z * page_bytes;
+    const tiff_page& p = t.dirs[z];
+    for (std::size_t i = 0; i < p.offsets.size() && ok; ++i) {
+      for (std::uint64_t done = 0; done < p.counts[i];) {
+        const ssize_t n = ::pread(fd, to + done, std::size_t(p.counts[i] - done), off_t(p.offsets[i] + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+          ok = false;
+          break;
+        }
+        done += std::uint64_t(n);
+      }
+      to += p.counts[i];
+    }
+  }
+  ::close(fd);
+  if (!ok) return std::nullopt;  // OpenCV's read then reports the file in its words
+  return v;
+}
 
 stack_pages read_pages(const fs::path& file, const std::string& role) {
   const std::string name = role;
@@ -187,6 +279,15 @@ stack_pages read_pages(const fs::path& file, const std::string& role) {
     throw input_error(name + ": " + std::to_string(pages) + " pages of " + std::to_string(size->width) + " x " +
                       std::to_string(size->height) + ", more voxels than the limit of " +
                       std::to_string(max_image_pixels()) + " (GPUCONV_MAX_PIXELS)");
+  if (auto raw = read_raw_pages(file, layout)) {
+    if (double(raw->voxels()) > double(max_image_pixels()))
+      throw input_error(name + ": " + std::to_string(raw->width) + " x " + std::to_string(raw->height) + " x " +
+                        std::to_string(raw->depth) + " voxels, more than the limit of " +
+                        std::to_string(max_image_pixels()) + " (GPUCONV_MAX_PIXELS)");
+    stack_pages p;
+    p.raw = std::move(raw);
+    return p;
+  }
   std::vector<cv::Mat> mats;
   bool ok = false;
   (void)take_decoder_messages();
@@ -230,13 +331,20 @@ stack_pages read_pages(const fs::path& file, const std::string& role) {
     throw input_error(name + ": " + std::to_string(v.width) + " x " + std::to_string(v.height) + " x " +
                       std::to_string(v.depth) + " voxels, more than the limit of " +
                       std::to_string(max_image_pixels()) + " (GPUCONV_MAX_PIXELS)");
-  return {v, std::move(mats)};
+  return {v, std::move(mats), std::nullopt};
 }
 
 }  // namespace
 
+bool stack_reads_raw(const fs::path& file) {
+  if (!is_tiff_file(file)) return false;
+  const tiff_layout t = walk_tiff(file);
+  return t.problem.empty() && read_raw_pages(file, t).has_value();
+}
+
 stored_volume read_stack_stored(const fs::path& file, const std::string& role) {
   stack_pages p = read_pages(file, role);
+  if (p.raw) return std::move(*p.raw);
   stored_volume v;
   v.depth = p.shape.depth;
   v.height = p.shape.height;
@@ -260,11 +368,14 @@ volume to_float(const stored_volume& s) {
   v.cv_depth = s.cv_depth;
   v.values.resize(std::size_t(v.voxels()));
   const std::size_t plane = std::size_t(v.height * v.width), page_bytes = plane * CV_ELEM_SIZE(s.cv_depth);
-  for (long long z = 0; z < v.depth; ++z) {
-    const cv::Mat page(int(v.height), int(v.width), s.cv_depth, const_cast<unsigned char*>(s.bytes.data()) + z * page_bytes);
-    cv::Mat view(int(v.height), int(v.width), CV_32F, v.values.data() + z * plane);
-    page.convertTo(view, CV_32F);  // stored units, no scaling; into the buffer in place
-  }
+  cv::parallel_for_(cv::Range(0, int(v.depth)), [&](const cv::Range& r) {  // pages on OpenCV's threads
+    for (int z = r.start; z < r.end; ++z) {
+      const cv::Mat page(int(v.height), int(v.width), s.cv_depth,
+                         const_cast<unsigned char*>(s.bytes.data()) + std::size_t(z) * page_bytes);
+      cv::Mat view(int(v.height), int(v.width), CV_32F, v.values.data() + std::size_t(z) * plane);
+      page.convertTo(view, CV_32F);  // stored units, no scaling; into the buffer in place
+    }
+  });
   return v;
 }
 
@@ -301,33 +412,48 @@ struct tiff_writer {
 
 }  // namespace
 
-std::vector<unsigned char> tiff_stack_bytes(const std::vector<cv::Mat>& pages, const fs::path& file) {
-  const std::string name = "output '" + file.string() + "'";
+namespace {
+
+// The TIFF's own bytes (header, directories, the padding before each) in `meta`, and the
+// file as spans in order: meta's pieces and each page's samples where they lie.
+struct tiff_layout_out {
+  std::vector<unsigned char> meta;
+  std::vector<std::pair<std::size_t, std::size_t>> meta_pieces;  // (offset in meta, bytes), one before each page
+  std::uint64_t page_bytes = 0;
+};
+
+tiff_layout_out tiff_stack_layout(const std::vector<cv::Mat>& pages, const std::string& name) {
   if (pages.empty()) throw output_error(name + ": no pages to write");
   const cv::Mat& first = pages[0];
   const int depth = first.depth();
   if (first.channels() != 1 || (depth != CV_8U && depth != CV_16U && depth != CV_32F))
     throw output_error(name + ": stack pages must be one channel of 8-bit, 16-bit or 32-bit float samples");
-  const std::uint64_t bytes_per_page = std::uint64_t(first.total()) * first.elemSize();
+  tiff_layout_out t;
+  t.page_bytes = std::uint64_t(first.total()) * first.elemSize();
   constexpr int entries = 11;
   constexpr std::uint64_t ifd_bytes = 2 + 12 * entries + 4;
-  const std::uint64_t total = 8 + pages.size() * (ifd_bytes + bytes_per_page + 1);
+  const std::uint64_t total = 8 + pages.size() * (ifd_bytes + t.page_bytes + 1);
   if (total > 0xFFFFFFFFull)
     throw output_error(name + ": " + std::to_string(total) + " bytes, over the 4 GiB a classic TIFF can address");
-  std::vector<unsigned char> bytes;
-  bytes.reserve(std::size_t(total));
+  std::vector<unsigned char>& bytes = t.meta;
   tiff_writer w{bytes};
   bytes.insert(bytes.end(), {'I', 'I', 42, 0});
   std::size_t next_link = bytes.size();  // where the offset of the next IFD goes
   w.u32(0);
+  std::uint64_t at = bytes.size();       // the file offset meta's end stands for
+  std::size_t piece = 0;                 // where in meta the current piece starts
   const std::uint32_t bits = depth == CV_8U ? 8 : depth == CV_16U ? 16 : 32;
   const std::uint32_t format = depth == CV_32F ? 3 : 1;  // SampleFormat: IEEE float / unsigned integer
   for (const cv::Mat& m : pages) {
     if (m.rows != first.rows || m.cols != first.cols || m.type() != first.type())
       throw output_error(name + ": stack pages differ in size or type");
-    if (bytes.size() % 2) bytes.push_back(0);  // IFDs start on a word boundary
-    w.put32(next_link, bytes.size());
-    const std::size_t data_at = bytes.size() + ifd_bytes;
+    if (at % 2) {  // IFDs start on a word boundary
+      bytes.push_back(0);
+      ++at;
+    }
+    w.put32(next_link, at);
+    const std::uint64_t data_at = at + ifd_bytes;
+    const std::size_t before = bytes.size();
     w.u16(entries);                     // entries in ascending tag order
     w.entry(256, 4, std::uint64_t(m.cols));  // ImageWidth
     w.entry(257, 4, std::uint64_t(m.rows));  // ImageLength
@@ -337,34 +463,74 @@ std::vector<unsigned char> tiff_stack_bytes(const std::vector<cv::Mat>& pages, c
     w.entry(273, 4, data_at);           // StripOffsets (one strip)
     w.entry(277, 3, 1);                 // SamplesPerPixel
     w.entry(278, 4, std::uint64_t(m.rows));  // RowsPerStrip
-    w.entry(279, 4, bytes_per_page);    // StripByteCounts
+    w.entry(279, 4, t.page_bytes);      // StripByteCounts
     w.entry(284, 3, 1);                 // PlanarConfiguration: contiguous
     w.entry(339, 3, format);            // SampleFormat
     next_link = bytes.size();
     w.u32(0);                           // next IFD: patched by the next page, 0 after the last
-    const std::size_t row_bytes = std::size_t(m.cols) * m.elemSize();
-    for (int y = 0; y < m.rows; ++y) bytes.insert(bytes.end(), m.ptr<unsigned char>(y), m.ptr<unsigned char>(y) + row_bytes);
+    at += bytes.size() - before;
+    t.meta_pieces.push_back({piece, bytes.size() - piece});
+    piece = bytes.size();
+    at += t.page_bytes;                 // the page's samples follow its directory
   }
+  return t;
+}
+
+// Writes the layout's pieces and the pages' rows in order through `emit(data, bytes)`.
+template <typename F>
+void tiff_stack_emit(const tiff_layout_out& t, const std::vector<cv::Mat>& pages, F&& emit) {
+  for (std::size_t p = 0; p < pages.size(); ++p) {
+    emit(t.meta.data() + t.meta_pieces[p].first, t.meta_pieces[p].second);
+    const cv::Mat& m = pages[p];
+    if (m.isContinuous()) {
+      emit(m.ptr<unsigned char>(0), std::size_t(t.page_bytes));
+    } else {
+      const std::size_t row_bytes = std::size_t(m.cols) * m.elemSize();
+      for (int y = 0; y < m.rows; ++y) emit(m.ptr<unsigned char>(y), row_bytes);
+    }
+  }
+}
+
+void write_pages(const fs::path& file, const std::vector<cv::Mat>& pages) {
+  const tiff_layout_out t = tiff_stack_layout(pages, "output '" + file.string() + "'");
+  std::vector<byte_span> spans;
+  tiff_stack_emit(t, pages, [&](const unsigned char* d, std::size_t n) { spans.push_back({d, n}); });
+  write_spans_atomic(file, spans, true);
+}
+
+}  // namespace
+
+std::vector<unsigned char> tiff_stack_bytes(const std::vector<cv::Mat>& pages, const fs::path& file) {
+  const tiff_layout_out t = tiff_stack_layout(pages, "output '" + file.string() + "'");
+  std::vector<unsigned char> bytes;
+  bytes.reserve(t.meta.size() + pages.size() * std::size_t(t.page_bytes));
+  tiff_stack_emit(t, pages, [&](const unsigned char* d, std::size_t n) { bytes.insert(bytes.end(), d, d + n); });
   return bytes;
 }
 
 std::vector<cv::Mat> volume_pages(const volume& v, int cv_depth, double scale, double offset, long long& clipped) {
   const double top = cv_depth == CV_8U ? 255.0 : cv_depth == CV_16U ? 65535.0 : 0.0;
   const std::size_t plane = std::size_t(v.height * v.width);
-  std::vector<cv::Mat> pages;
-  clipped = 0;
-  for (long long z = 0; z < v.depth; ++z) {
-    const float* src = v.values.data() + std::size_t(z) * plane;
-    const cv::Mat view(int(v.height), int(v.width), CV_32F, const_cast<float*>(src));
-    cv::Mat page;
-    view.convertTo(page, cv_depth, scale, offset);  // cvRound (half to even) and saturate_cast
-    if (cv_depth != CV_32F)
-      for (std::size_t i = 0; i < plane; ++i) {
-        const double s = scale * src[i] + offset;
-        clipped += !(s >= -0.5 && s < top + 0.5);
+  std::vector<cv::Mat> pages(std::size_t(v.depth));
+  std::vector<long long> clips(std::size_t(v.depth), 0);
+  cv::parallel_for_(cv::Range(0, int(v.depth)), [&](const cv::Range& r) {  // pages on OpenCV's threads
+    for (int z = r.start; z < r.end; ++z) {
+      const float* src = v.values.data() + std::size_t(z) * plane;
+      const cv::Mat view(int(v.height), int(v.width), CV_32F, const_cast<float*>(src));
+      if (cv_depth == CV_32F && scale == 1 && offset == 0) {  // the values themselves: no copy
+        pages[z] = view;
+        continue;
       }
-    pages.push_back(std::move(page));
-  }
+      view.convertTo(pages[z], cv_depth, scale, offset);  // cvRound (half to even) and saturate_cast
+      if (cv_depth != CV_32F)
+        for (std::size_t i = 0; i < plane; ++i) {
+          const double s = scale * src[i] + offset;
+          clips[z] += !(s >= -0.5 && s < top + 0.5);
+        }
+    }
+  });
+  clipped = 0;
+  for (long long c : clips) clipped += c;
   return pages;
 }
 
@@ -379,13 +545,13 @@ void write_stack_stored(const fs::path& file, const stored_volume& v) {
   const std::size_t page_bytes = std::size_t(v.height * v.width) * CV_ELEM_SIZE(v.cv_depth);
   for (long long z = 0; z < v.depth; ++z)
     pages.emplace_back(int(v.height), int(v.width), v.cv_depth, const_cast<unsigned char*>(v.bytes.data()) + z * page_bytes);
-  write_bytes_atomic(file, tiff_stack_bytes(pages, file), true);
+  write_pages(file, pages);
 }
 
 long long write_stack(const fs::path& file, const volume& v, int cv_depth, double scale, double offset) {
   long long clipped = 0;
   const std::vector<cv::Mat> pages = volume_pages(v, cv_depth, scale, offset, clipped);
-  write_bytes_atomic(file, tiff_stack_bytes(pages, file), true);
+  write_pages(file, pages);
   return clipped;
 }
 

@@ -57,6 +57,10 @@ bool is_stack_file(const std::filesystem::path& file);
 volume read_stack(const std::filesystem::path& file, const std::string& role);
 // The same checks and errors; the samples as stored.
 stored_volume read_stack_stored(const std::filesystem::path& file, const std::string& role);
+// True where read_stack_stored copies the samples straight from the file's strips (uncompressed
+// little-endian pages of one gray sample, BlackIsZero, whole-row strips, all of one size and
+// type) instead of decoding the pages through OpenCV; the samples are the same either way.
+bool stack_reads_raw(const std::filesystem::path& file);
 // The samples as float, in stored units (read_stack = to_float(read_stack_stored)).
 volume to_float(const stored_volume& v);
 
@@ -68,16 +72,18 @@ std::vector<unsigned char> tiff_stack_bytes(const std::vector<cv::Mat>& pages, c
 
 // The volume's values as pages of `cv_depth`: out = scale * v + offset, then for 8/16-bit
 // rounded half to even (cvRound) and saturated; `clipped` counts the voxels outside the range
-// (NaN included). Float pages are not rounded.
+// (NaN included). Float pages are not rounded; with scale 1 and offset 0 they are views of
+// v's values (no copy), valid while v is.
 std::vector<cv::Mat> volume_pages(const volume& v, int cv_depth, double scale, double offset, long long& clipped);
 
 // Throws usage_error unless `file` ends in .tif or .tiff: stacks are written as TIFF only.
 void check_stack_output(const std::filesystem::path& file);
 
-// tiff_stack_bytes + write_bytes_atomic of samples already in their output type.
+// The TIFF of samples already in their output type, written atomically from where they lie
+// (write_spans_atomic: the directories and the pages' samples, no copy of the whole file).
 void write_stack_stored(const std::filesystem::path& file, const stored_volume& v);
 
-// volume_pages + tiff_stack_bytes + write_bytes_atomic; returns the clipped voxel count.
+// volume_pages, then written as write_stack_stored writes; returns the clipped voxel count.
 long long write_stack(const std::filesystem::path& file, const volume& v, int cv_depth, double scale = 1,
                       double offset = 0);
 

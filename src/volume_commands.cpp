@@ -12,6 +12,7 @@
 #include "commands.hpp"
 #include "conv/deconvolve.hpp"
 #include "conv/plan3d.hpp"
+#include "cuda_startup.hpp"
 #include "errors.hpp"
 #include "interrupt.hpp"
 #include "kernel_io.hpp"
@@ -75,18 +76,32 @@ bool narrow_route(const cli_options& o, const kernel& k, int cv_depth) {
   return sum <= 1 + 1e-6;
 }
 
+// CUDA's start-up on its own thread (cuda_startup.hpp) while the command reads the kernel and
+// the stack, unless --device cpu.
+void start_cuda(const cli_options& o, cuda_startup& init) {
+  if (o.settings.device != conv::backend::cpu) init.start();
+}
+
+// The device the command runs on, once CUDA's start-up has finished.
+conv::backend device_after(const cli_options& o, cuda_startup& init, stage_timer& timer, std::ostream& err) {
+  init.wait();
+  const conv::backend device = resolve_device(o.settings.device, o.quiet, err);
+  if (init.started()) timer.mark("cuda-wait", init.note());
+  return device;
+}
+
 // The stack's plan on the device asked for, made and run: run(plan) executes it. The plan's
 // invalid_argument becomes a usage error naming the files.
 template <typename F>
-void with_plan(const cli_options& o, const kernel& k, long long d, long long h, long long w, stage_timer& timer,
-               std::ostream& err, F&& run) {
+void with_plan(const cli_options& o, const kernel& k, long long d, long long h, long long w, cuda_startup& init,
+               stage_timer& timer, std::ostream& err, F&& run) {
   conv::plan_options p;
   p.semantics = o.settings.semantics;
-  p.device = resolve_device(o.settings.device, o.quiet, err);
+  p.device = device_after(o, init, timer, err);
   p.threads = o.settings.threads;
   try {
     conv::plan3d plan(d, h, w, 1, k.values.data(), k.depth, k.height, k.width, p);
-    timer.mark("plan", device_note(p) + ", device start-up included");
+    timer.mark("plan", device_note(p));
     run(plan);
     timer.mark("convolve", device_note(p) + std::string(p.device == conv::backend::cuda ? ", upload and download included" : ""));
   } catch (const std::invalid_argument& e) {
@@ -95,10 +110,10 @@ void with_plan(const cli_options& o, const kernel& k, long long d, long long h, 
 }
 
 // The narrow route (narrow_route): the stored samples through the plan, written as they come back.
-int stack_convolve_narrow(const cli_options& o, const kernel& k, const stored_volume& in, stage_timer& timer,
-                          std::ostream& err) {
+int stack_convolve_narrow(const cli_options& o, const kernel& k, const stored_volume& in, cuda_startup& init,
+                          stage_timer& timer, std::ostream& err) {
   stored_volume out;
-  with_plan(o, k, in.depth, in.height, in.width, timer, err, [&](conv::plan3d& plan) {
+  with_plan(o, k, in.depth, in.height, in.width, init, timer, err, [&](conv::plan3d& plan) {
     out.depth = plan.output_depth();
     out.height = plan.output_height();
     out.width = plan.output_width();
@@ -120,6 +135,8 @@ int stack_convolve_narrow(const cli_options& o, const kernel& k, const stored_vo
 
 int run_stack_convolve(const cli_options& o, stage_timer& timer, std::ostream& err) {
   check_stack_paths(o);
+  cuda_startup init;
+  start_cuda(o, init);
   kernel k = resolve_volume_kernel(o.kernel);
   if (o.normalize) normalize(k);
   timer.mark("kernel", k.source);
@@ -129,13 +146,13 @@ int run_stack_convolve(const cli_options& o, stage_timer& timer, std::ostream& e
     const std::string shape = shape_text(raw.width, raw.height, raw.depth);
     if (narrow_route(o, k, raw.cv_depth)) {
       timer.mark("read", shape + ", " + std::to_string(CV_ELEM_SIZE(raw.cv_depth) * 8) + "-bit samples kept");
-      return stack_convolve_narrow(o, k, raw, timer, err);
+      return stack_convolve_narrow(o, k, raw, init, timer, err);
     }
     in = to_float(raw);
     timer.mark("read", shape + ", as float");
   }
   volume out;
-  with_plan(o, k, in.depth, in.height, in.width, timer, err, [&](conv::plan3d& plan) {
+  with_plan(o, k, in.depth, in.height, in.width, init, timer, err, [&](conv::plan3d& plan) {
     out.depth = plan.output_depth();
     out.height = plan.output_height();
     out.width = plan.output_width();
@@ -148,6 +165,8 @@ int run_stack_convolve(const cli_options& o, stage_timer& timer, std::ostream& e
 int run_deconvolve(const cli_options& o, std::ostream& err) {
   stage_timer timer(o.timing);
   check_stack_paths(o);
+  cuda_startup init;
+  start_cuda(o, init);
   kernel k = resolve_volume_kernel(o.kernel);
   long long negative = 0;
   for (float& v : k.values)
@@ -166,7 +185,7 @@ int run_deconvolve(const cli_options& o, std::ostream& err) {
   d.epsilon = float(o.deconvolve.epsilon);
   d.border = o.settings.semantics.border;
   d.constant_value = o.settings.semantics.constant_value;
-  d.device = resolve_device(o.settings.device, o.quiet, err);
+  d.device = device_after(o, init, timer, err);
   d.threads = o.settings.threads;
   if (o.settings.semantics.mode != conv::output_mode::same || o.settings.semantics.op != conv::operation::convolution)
     throw usage_error("deconvolve: the output has the stack's size (no --mode, --correlate)");
@@ -175,7 +194,7 @@ int run_deconvolve(const cli_options& o, std::ostream& err) {
   const auto start = std::chrono::steady_clock::now();
   try {
     conv::richardson_lucy rl(in.depth, in.height, in.width, k.values.data(), k.depth, k.height, k.width, d);
-    timer.mark("plan", std::string(d.device == conv::backend::cuda ? "CUDA" : "CPU") + ", device start-up included");
+    timer.mark("plan", d.device == conv::backend::cuda ? "CUDA" : "CPU");
     rl.run(in.values.data(), out.values.data(), [&](int done, int total) {
       if (progress) {
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -4,6 +4,9 @@
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <fstream>
+#include <iterator>
+
 #include <opencv2/imgcodecs.hpp>
 
 #include "atomic_write.hpp"
@@ -51,6 +54,27 @@ TEST_CASE("atomic writer: no overwrite without permission, temp removed on failu
   CHECK(test::temp_files_under(dir.path()).empty());
   CHECK(is_temp_name(".a.png.gpuconv-tmp-12-3.png"));
   CHECK_FALSE(is_temp_name("a.png"));
+}
+
+TEST_CASE("atomic writer: spans land in order, more of them than one writev takes", "[app]") {
+  test::scratch_dir dir;
+  // 3000 spans (IOV_MAX is 1024 on Linux) of 0..4095 bytes, some empty, from one buffer out of order
+  std::vector<unsigned char> pool(1 << 20);
+  for (std::size_t i = 0; i < pool.size(); ++i) pool[i] = static_cast<unsigned char>(i * 131 + (i >> 9));
+  std::vector<byte_span> spans;
+  std::vector<unsigned char> expected;
+  for (std::size_t i = 0; i < 3000; ++i) {
+    const std::size_t n = (i * 2654435761u >> 7) % 4096 * (i % 7 != 3), at = (i * 40503u) % (pool.size() - 4096);
+    spans.push_back({pool.data() + at, n});
+    expected.insert(expected.end(), pool.data() + at, pool.data() + at + n);
+  }
+  const fs::path out = dir / "spans.bin";
+  write_spans_atomic(out, spans);
+  std::ifstream in(out, std::ios::binary);
+  const std::vector<unsigned char> got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(got.size() == expected.size());
+  CHECK(got == expected);
+  CHECK(test::temp_files_under(dir.path()).empty());
 }
 
 TEST_CASE("formats that cannot hold the depth are refused up front", "[app]") {

@@ -76,6 +76,52 @@ TEST_CASE("stacks: our TIFF bytes read back by OpenCV, 8/16-bit and float", "[ap
   }
 }
 
+TEST_CASE("stacks: uncompressed pages read from their strips equal OpenCV's decode; others go through OpenCV",
+          "[app][stack]") {
+  test::scratch_dir dir;
+  cv::RNG rng(5);
+  for (const int type : {CV_8U, CV_16U, CV_32F}) {
+    std::vector<cv::Mat> pages;
+    for (int z = 0; z < 4; ++z) {
+      cv::Mat m(37, 301, type);  // odd sizes: 8-bit pages of odd bytes; OpenCV writes ~8 KB strips
+      rng.fill(m, cv::RNG::UNIFORM, 0, type == CV_32F ? 1 : type == CV_8U ? 256 : 65536);
+      pages.push_back(m);
+    }
+    // our writer (one strip a page), OpenCV's uncompressed writer (strips of ~8 KB) and
+    // OpenCV's LZW (compressed: decoded by OpenCV)
+    const fs::path ours = dir / "ours.tif", strips = dir / "strips.tif", lzw = dir / "lzw.tif";
+    volume v;
+    v.depth = 4;
+    v.height = 37;
+    v.width = 301;
+    for (const cv::Mat& m : pages) {
+      cv::Mat f;
+      m.convertTo(f, CV_32F);
+      v.values.insert(v.values.end(), f.begin<float>(), f.end<float>());
+    }
+    write_stack(ours, v, type);
+    REQUIRE(cv::imwritemulti(strips.string(), pages, std::vector<int>{cv::IMWRITE_TIFF_COMPRESSION, 1}));
+    REQUIRE(cv::imwritemulti(lzw.string(), pages, std::vector<int>{cv::IMWRITE_TIFF_COMPRESSION, 5}));
+    for (const fs::path& file : {ours, strips, lzw}) {
+      CAPTURE(type, file.filename().string());
+      if (file != lzw) CHECK(stack_reads_raw(file));
+      else if (type != CV_32F) CHECK_FALSE(stack_reads_raw(file));  // (OpenCV writes float pages without LZW)
+      const stored_volume s = read_stack_stored(file, "input");
+      REQUIRE(s.depth == 4);
+      REQUIRE(s.height == 37);
+      REQUIRE(s.width == 301);
+      REQUIRE(s.cv_depth == type);
+      const std::size_t page_bytes = std::size_t(37 * 301) * CV_ELEM_SIZE(type);
+      bool same = true;
+      for (int z = 0; z < 4; ++z) {
+        const cv::Mat got(37, 301, type, const_cast<unsigned char*>(s.bytes.data()) + z * page_bytes);
+        same = same && cv::norm(got, pages[z], cv::NORM_INF) == 0;
+      }
+      CHECK(same);
+    }
+  }
+}
+
 TEST_CASE("stacks: volume -> file -> volume, rounding half to even and clipping counted", "[app][stack]") {
   test::scratch_dir dir;
   volume v;
