@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -14,8 +15,8 @@
 #include <iostream>
 #include <optional>
 #include <sstream>
+#include <thread>
 
-#include <opencv2/core/utility.hpp>
 #include <opencv2/imgcodecs.hpp>
 
 #include "atomic_write.hpp"
@@ -29,6 +30,25 @@
 namespace gpuconv::app {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// f(z) for z in [0, count) on up to 16 threads (the CLI runs OpenCV single-threaded:
+// apps/gpuconv/main.cpp): the pages' conversions of a stack, memory-bound on one core.
+template <typename F>
+void for_each_page(long long count, F&& f) {
+  const int threads = (int)std::min<long long>(count, std::min(16u, std::max(1u, std::thread::hardware_concurrency())));
+  std::atomic<long long> next{0};
+  auto work = [&] {
+    for (long long z = next++; z < count; z = next++) f(z);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+}
+
+}  // namespace
 
 bool is_tiff_file(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
@@ -368,13 +388,11 @@ volume to_float(const stored_volume& s) {
   v.cv_depth = s.cv_depth;
   v.values.resize(std::size_t(v.voxels()));
   const std::size_t plane = std::size_t(v.height * v.width), page_bytes = plane * CV_ELEM_SIZE(s.cv_depth);
-  cv::parallel_for_(cv::Range(0, int(v.depth)), [&](const cv::Range& r) {  // pages on OpenCV's threads
-    for (int z = r.start; z < r.end; ++z) {
-      const cv::Mat page(int(v.height), int(v.width), s.cv_depth,
-                         const_cast<unsigned char*>(s.bytes.data()) + std::size_t(z) * page_bytes);
-      cv::Mat view(int(v.height), int(v.width), CV_32F, v.values.data() + std::size_t(z) * plane);
-      page.convertTo(view, CV_32F);  // stored units, no scaling; into the buffer in place
-    }
+  for_each_page(v.depth, [&](long long z) {
+    const cv::Mat page(int(v.height), int(v.width), s.cv_depth,
+                       const_cast<unsigned char*>(s.bytes.data()) + std::size_t(z) * page_bytes);
+    cv::Mat view(int(v.height), int(v.width), CV_32F, v.values.data() + std::size_t(z) * plane);
+    page.convertTo(view, CV_32F);  // stored units, no scaling; into the buffer in place
   });
   return v;
 }
@@ -513,21 +531,19 @@ std::vector<cv::Mat> volume_pages(const volume& v, int cv_depth, double scale, d
   const std::size_t plane = std::size_t(v.height * v.width);
   std::vector<cv::Mat> pages(std::size_t(v.depth));
   std::vector<long long> clips(std::size_t(v.depth), 0);
-  cv::parallel_for_(cv::Range(0, int(v.depth)), [&](const cv::Range& r) {  // pages on OpenCV's threads
-    for (int z = r.start; z < r.end; ++z) {
-      const float* src = v.values.data() + std::size_t(z) * plane;
-      const cv::Mat view(int(v.height), int(v.width), CV_32F, const_cast<float*>(src));
-      if (cv_depth == CV_32F && scale == 1 && offset == 0) {  // the values themselves: no copy
-        pages[z] = view;
-        continue;
-      }
-      view.convertTo(pages[z], cv_depth, scale, offset);  // cvRound (half to even) and saturate_cast
-      if (cv_depth != CV_32F)
-        for (std::size_t i = 0; i < plane; ++i) {
-          const double s = scale * src[i] + offset;
-          clips[z] += !(s >= -0.5 && s < top + 0.5);
-        }
+  for_each_page(v.depth, [&](long long z) {
+    const float* src = v.values.data() + std::size_t(z) * plane;
+    const cv::Mat view(int(v.height), int(v.width), CV_32F, const_cast<float*>(src));
+    if (cv_depth == CV_32F && scale == 1 && offset == 0) {  // the values themselves: no copy
+      pages[z] = view;
+      return;
     }
+    view.convertTo(pages[z], cv_depth, scale, offset);  // cvRound (half to even) and saturate_cast
+    if (cv_depth != CV_32F)
+      for (std::size_t i = 0; i < plane; ++i) {
+        const double s = scale * src[i] + offset;
+        clips[z] += !(s >= -0.5 && s < top + 0.5);
+      }
   });
   clipped = 0;
   for (long long c : clips) clipped += c;
