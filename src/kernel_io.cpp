@@ -172,7 +172,7 @@ kernel read_psf_stack(const fs::path& file) {
                         std::to_string(i % plane / v.width) + ", col " + std::to_string(i % v.width) +
                         ") is not finite");
     }
-  k.values = std::move(v.values);
+  k.values.assign(v.values.begin(), v.values.end());
   return normalised_psf(std::move(k));
 }
 

@@ -264,10 +264,10 @@ std::optional<stored_volume> read_raw_pages(const fs::path& file, const tiff_lay
   v.bytes.resize(page_bytes * std::size_t(v.depth));
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
-  bool ok = true;
-  for (std::size_t z = 0; z < t.dirs.size() && ok; ++z) {
-    unsigned char* to = v.bytes.data() + z * page_bytes;
-    const tiff_page& p = t.dirs[z];
+  std::atomic<bool> ok{true};
+  for_each_page(v.depth, [&](long long z) {  // pages on several threads (copies out of the page cache)
+    unsigned char* to = v.bytes.data() + std::size_t(z) * page_bytes;
+    const tiff_page& p = t.dirs[std::size_t(z)];
     for (std::size_t i = 0; i < p.offsets.size() && ok; ++i) {
       for (std::uint64_t done = 0; done < p.counts[i];) {
         const ssize_t n = ::pread(fd, to + done, std::size_t(p.counts[i] - done), off_t(p.offsets[i] + done));
@@ -280,7 +280,7 @@ std::optional<stored_volume> read_raw_pages(const fs::path& file, const tiff_lay
       }
       to += p.counts[i];
     }
-  }
+  });
   ::close(fd);
   if (!ok) return std::nullopt;  // OpenCV's read then reports the file in its words
   return v;

@@ -19,14 +19,16 @@
 #include <opencv2/core.hpp>
 
 #include "image_io.hpp"
+#include "uninit_vector.hpp"
 
 namespace gpuconv::app {
 
-// D x H x W samples in stored units, as float, z slice after z slice, each row-major.
+// D x H x W samples in stored units, as float, z slice after z slice, each row-major
+// (values: resize() leaves them unset, uninit_vector.hpp).
 struct volume {
   long long depth = 0, height = 0, width = 0;
   int cv_depth = CV_32F;  // the file's sample type (CV_8U, CV_16U, CV_32F)
-  std::vector<float> values;
+  uninit_vector<float> values;
   long long voxels() const { return depth * height * width; }
 };
 
@@ -35,7 +37,7 @@ struct volume {
 struct stored_volume {
   long long depth = 0, height = 0, width = 0;
   int cv_depth = CV_8U;
-  std::vector<unsigned char> bytes;
+  uninit_vector<unsigned char> bytes;
   long long voxels() const { return depth * height * width; }
 };
 

@@ -189,7 +189,12 @@ int run_deconvolve(const cli_options& o, std::ostream& err) {
   d.threads = o.settings.threads;
   if (o.settings.semantics.mode != conv::output_mode::same || o.settings.semantics.op != conv::operation::convolution)
     throw usage_error("deconvolve: the output has the stack's size (no --mode, --correlate)");
-  volume out = in;
+  volume out;  // the same shape; its values are set by the run (uninit_vector: no copy, no fill)
+  out.depth = in.depth;
+  out.height = in.height;
+  out.width = in.width;
+  out.cv_depth = in.cv_depth;
+  out.values.resize(in.values.size());
   const bool progress = !o.quiet && ::isatty(STDERR_FILENO);
   const auto start = std::chrono::steady_clock::now();
   try {
