@@ -32,6 +32,7 @@
 #include "conv/plan.hpp"
 #include "image_io.hpp"
 #include "kernel.hpp"
+#include "uninit_vector.hpp"
 #include "plan_cache.hpp"
 #include "png_codec.hpp"
 
@@ -66,38 +67,6 @@ struct convolve_settings {
 };
 
 // One image between decode and encode.
-// Asks the kernel for transparent huge pages over the whole 2 MiB blocks of [data, data + bytes)
-// before its first write (a no-op where they are off or always on, or off Linux): a fresh 36-150 MB
-// image buffer otherwise takes a page fault per 4 KiB as it is first written.
-// GPUCONV_NO_THP=1 skips the advice (for measurements: it was worth 0.25-0.36 -> 0.15 s on a
-// 12 MP CPU run on the 2-core VM, with a rare 0.5-0.75 s stall when the kernel compacts memory).
-void advise_huge_pages(void* data, std::size_t bytes);
-
-// A vector of floats whose resize leaves new elements uninitialised: every plane is written in
-// full before it is read, and a zero fill would be one more pass over ~150 MB (a 12 MP RGB image)
-// and its page faults, on one thread. Large buffers get huge pages (advise_huge_pages).
-template <typename T>
-struct uninitialized_allocator : std::allocator<T> {
-  T* allocate(std::size_t n) {
-    T* p = std::allocator<T>::allocate(n);
-    if (n * sizeof(T) >= (std::size_t(4) << 20)) advise_huge_pages(p, n * sizeof(T));
-    return p;
-  }
-  template <typename U>
-  struct rebind {
-    using other = uninitialized_allocator<U>;
-  };
-  uninitialized_allocator() = default;
-  template <typename U>
-  uninitialized_allocator(const uninitialized_allocator<U>&) noexcept {}
-  template <typename U, typename... Args>
-  void construct(U* p, Args&&... args) {
-    if constexpr (sizeof...(Args) == 0)
-      ::new (static_cast<void*>(p)) U;
-    else
-      ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
-  }
-};
 using float_buffer = std::vector<float, uninitialized_allocator<float>>;
 
 struct planar_image {
