@@ -18,8 +18,8 @@
 #include <thread>
 
 #include "atomic_write.hpp"
-#include "cuda_startup.hpp"
 #include "batch.hpp"
+#include "cuda_startup.hpp"
 #include "errors.hpp"
 #include "fft/device/cuda_check.hpp"
 #include "image_io.hpp"

@@ -299,11 +299,13 @@ stack_pages read_pages(const fs::path& file, const std::string& role) {
     throw input_error(name + ": " + std::to_string(pages) + " pages of " + std::to_string(size->width) + " x " +
                       std::to_string(size->height) + ", more voxels than the limit of " +
                       std::to_string(max_image_pixels()) + " (GPUCONV_MAX_PIXELS)");
-  if (auto raw = read_raw_pages(file, layout)) {
-    if (double(raw->voxels()) > double(max_image_pixels()))
-      throw input_error(name + ": " + std::to_string(raw->width) + " x " + std::to_string(raw->height) + " x " +
-                        std::to_string(raw->depth) + " voxels, more than the limit of " +
-                        std::to_string(max_image_pixels()) + " (GPUCONV_MAX_PIXELS)");
+  // the limit by the directories' own sizes too (peek_image_size may not have read the header)
+  if (!layout.dirs.empty() &&
+      double(layout.dirs[0].width) * double(layout.dirs[0].height) * pages > double(max_image_pixels()))
+    throw input_error(name + ": " + std::to_string(pages) + " pages of " + std::to_string(layout.dirs[0].width) + " x " +
+                      std::to_string(layout.dirs[0].height) + ", more voxels than the limit of " +
+                      std::to_string(max_image_pixels()) + " (GPUCONV_MAX_PIXELS)");
+  if (auto raw = read_raw_pages(file, layout)) {  // every page the first one's size
     stack_pages p;
     p.raw = std::move(raw);
     return p;
