@@ -1,9 +1,5 @@
 #include "convolve_image.hpp"
 
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
-
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -28,16 +24,6 @@
 
 namespace gpuconv::app {
 
-void advise_huge_pages(void* data, std::size_t bytes) {
-#ifdef __linux__
-  constexpr std::uintptr_t huge = std::uintptr_t(2) << 20;
-  const auto begin = (reinterpret_cast<std::uintptr_t>(data) + huge - 1) & ~(huge - 1);
-  const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(huge - 1);
-  if (end > begin && !std::getenv("GPUCONV_NO_THP")) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-#else
-  (void)data, (void)bytes;
-#endif
-}
 
 namespace {
 
