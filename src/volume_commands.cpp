@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <sstream>
@@ -59,7 +60,7 @@ std::string device_note(const conv::plan_options& p) {
 // 8/16-bit samples may go to the plan and come back as stored (half the bytes across PCIe, no
 // float copies on the host) where the result is the same as the float route's: output in the
 // input's depth, no scale or offset, and a kernel and outside value that cannot take a voxel out
-// of the depth's range (kernel values >= 0 summing to at most 1, any constant within the range),
+// of the depth's range (kernel values >= 0 summing to at most 1, an integer constant within the range),
 // so that the float route's clip count would be 0 but for the transform's float rounding. The
 // plan rounds (half to even) and saturates as volume_pages does.
 bool narrow_route(const cli_options& o, const kernel& k, int cv_depth) {
@@ -72,7 +73,10 @@ bool narrow_route(const cli_options& o, const kernel& k, int cv_depth) {
   }
   const double top = cv_depth == CV_8U ? 255 : 65535;
   const conv::options& m = o.settings.semantics;
-  if (m.border == conv::boundary::constant && !(m.constant_value >= 0 && m.constant_value <= top)) return false;
+  // the plan rounds the constant to the sample type (map3d_for); the float route keeps it as given
+  if (m.border == conv::boundary::constant &&
+      !(m.constant_value >= 0 && m.constant_value <= top && m.constant_value == std::nearbyint(m.constant_value)))
+    return false;
   return sum <= 1 + 1e-6;
 }
 
