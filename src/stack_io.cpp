@@ -245,11 +245,12 @@ struct stack_pages {
   std::optional<stored_volume> raw;
 };
 
-// Pages that raw_page_depth accepts, all of one size and type, in a little-endian file: their
-// strips read straight into one buffer (what libtiff would copy out of them unchanged), without
-// OpenCV's page-by-page decode and copies. Empty otherwise (OpenCV reads the stack).
+// Pages that raw_page_depth accepts, all of one size and type: their strips read straight into
+// one buffer (what libtiff would copy out of them, byte-swapped in place for a big-endian file -
+// ImageJ's and Fiji's stacks are), without OpenCV's page-by-page decode and copies. Empty
+// otherwise (OpenCV reads the stack).
 std::optional<stored_volume> read_raw_pages(const fs::path& file, const tiff_layout& t) {
-  if (!t.classic || !t.little || t.dirs.empty() || int(t.dirs.size()) != t.pages) return std::nullopt;
+  if (!t.classic || t.dirs.empty() || int(t.dirs.size()) != t.pages) return std::nullopt;
   const tiff_page& first = t.dirs[0];
   const int depth = raw_page_depth(first);
   if (depth < 0) return std::nullopt;
@@ -279,6 +280,16 @@ std::optional<stored_volume> read_raw_pages(const fs::path& file, const tiff_lay
         done += std::uint64_t(n);
       }
       to += p.counts[i];
+    }
+    if (!t.little && ok) {  // the samples in host (little-endian) order
+      unsigned char* page = v.bytes.data() + std::size_t(z) * page_bytes;
+      if (p.bits == 16)
+        for (std::size_t i = 0; i < page_bytes; i += 2) std::swap(page[i], page[i + 1]);
+      else if (p.bits == 32)
+        for (std::size_t i = 0; i < page_bytes; i += 4) {
+          std::swap(page[i], page[i + 3]);
+          std::swap(page[i + 1], page[i + 2]);
+        }
     }
   });
   ::close(fd);

@@ -60,8 +60,8 @@ volume read_stack(const std::filesystem::path& file, const std::string& role);
 // The same checks and errors; the samples as stored.
 stored_volume read_stack_stored(const std::filesystem::path& file, const std::string& role);
 // True where read_stack_stored copies the samples straight from the file's strips (uncompressed
-// little-endian pages of one gray sample, BlackIsZero, whole-row strips, all of one size and
-// type) instead of decoding the pages through OpenCV; the samples are the same either way.
+// pages of one gray sample, BlackIsZero, whole-row strips, all of one size and type; either byte
+// order) instead of decoding the pages through OpenCV; the samples are the same either way.
 bool stack_reads_raw(const std::filesystem::path& file);
 // The samples as float, in stored units (read_stack = to_float(read_stack_stored)).
 volume to_float(const stored_volume& v);
