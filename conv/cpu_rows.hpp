@@ -125,17 +125,6 @@ void store_row(const float* v, long long n, T* out) {
   else narrow_row(v, n, out);
 }
 
-// Runs f(unit) for unit < units on up to `threads` threads (this one included), the CPU
-// pool's (cpu_pool.hpp).
-template <typename F>
-void parallel_units(int threads, long long units, F&& f) {
-  std::atomic<long long> next{0};
-  auto worker = [&] {
-    for (long long u = next++; u < units; u = next++) f(u);
-  };
-  run_on_threads((int)std::min<long long>(std::max(threads, 1), units), worker);
-}
-
 inline int cpu_threads(const problem& p) {
   return p.options.threads > 0 ? p.options.threads : (int)std::max(1u, std::thread::hardware_concurrency());
 }

@@ -66,7 +66,7 @@ struct richardson_lucy::impl {
   // next estimate with TV; the observed volume and the estimate for run() on host buffers;
   // max(y) as one float
   device_buffer<float> blurred, correction, next, host_observed, host_estimate, max_y;
-  std::unique_ptr<host_staging> staging;  // run()'s page-locked staging of the host volumes
+  lazy_host_staging staging{options.threads};  // run()'s page-locked staging of the host volumes
 
   impl(long long d, long long h, long long w, std::vector<float> unit, int kd, int kh, int kw,
        const deconvolve_options& o)
@@ -198,10 +198,9 @@ int richardson_lucy::run(const float* observed, float* estimate, const deconvolv
     m.host_observed = device_buffer<float>(std::size_t(m.voxels()));
     m.host_estimate = device_buffer<float>(std::size_t(m.voxels()));
   }
-  if (!m.staging) m.staging = std::make_unique<host_staging>(m.options.threads);
-  m.staging->upload(m.host_observed.data(), observed, bytes, nullptr);
+  m.staging().upload(m.host_observed.data(), observed, bytes, nullptr);
   const int done = m.run_cuda(m.host_observed.data(), m.host_estimate.data(), nullptr, progress);
-  m.staging->download(estimate, m.host_estimate.data(), bytes, nullptr);
+  m.staging().download(estimate, m.host_estimate.data(), bytes, nullptr);
   return done;
 }
 

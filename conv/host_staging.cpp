@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <thread>
+#include <utility>
 
 #include "fft/device/cuda_check.hpp"
 #include "host_copy.hpp"
@@ -87,13 +88,22 @@ std::vector<host_staging::chunk> host_staging::chunks(const std::vector<host_tra
   return out;
 }
 
-void host_staging::upload(const std::vector<host_transfer>& parts, cudaStream_t stream) {
+namespace {
+// The parts' bytes, and whether every host side (src for an upload, dst for a download) is
+// page-locked so that the DMA can take it directly.
+std::pair<std::size_t, bool> measure(const std::vector<host_transfer>& parts, bool host_is_src) {
   std::size_t total = 0;
-  bool direct = true;
+  bool locked = true;
   for (const host_transfer& t : parts) {
     total += t.bytes;
-    direct = direct && (t.bytes == 0 || page_locked(t.src));
+    locked = locked && (t.bytes == 0 || host_staging::page_locked(host_is_src ? t.src : t.dst));
   }
+  return {total, locked};
+}
+}  // namespace
+
+void host_staging::upload(const std::vector<host_transfer>& parts, cudaStream_t stream) {
+  const auto [total, direct] = measure(parts, true);
   if (total == 0) return;
   if (direct) {
     for (const host_transfer& t : parts)
@@ -120,12 +130,7 @@ void host_staging::upload(const std::vector<host_transfer>& parts, cudaStream_t 
 }
 
 void host_staging::download(const std::vector<host_transfer>& parts, cudaStream_t stream) {
-  std::size_t total = 0;
-  bool direct = true;
-  for (const host_transfer& t : parts) {
-    total += t.bytes;
-    direct = direct && (t.bytes == 0 || page_locked(t.dst));
-  }
+  const auto [total, direct] = measure(parts, false);
   if (total == 0) return;
   if (direct) {
     for (const host_transfer& t : parts)

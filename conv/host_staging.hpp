@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "fft/device/buffer.hpp"
@@ -68,6 +69,21 @@ class host_staging {
   cuda_event done_[3] = {cuda_event(cudaEventDisableTiming), cuda_event(cudaEventDisableTiming),
                          cuda_event(cudaEventDisableTiming)};
   bool pending_[3] = {false, false, false};  // done_[s] recorded and not yet waited for
+};
+
+// A plan's staging, made on its first use: inside the plan's execute, whose device_scope makes
+// the plan's device current (the events belong to the device current when they are made).
+class lazy_host_staging {
+ public:
+  explicit lazy_host_staging(int threads) : threads_(threads) {}
+  host_staging& operator()() {
+    if (!staging_) staging_ = std::make_unique<host_staging>(threads_);
+    return *staging_;
+  }
+
+ private:
+  int threads_;
+  std::unique_ptr<host_staging> staging_;
 };
 
 }  // namespace gpuconv::conv

@@ -243,12 +243,7 @@ class cuda3d_backend final : public plan3d::impl {
   device_buffer<float> tiles_;
   device_buffer<cf> spectrum_;
   device_buffer<char> d_in_, d_out_;  // execute()'s device copies of host buffers (grown on demand)
-  std::unique_ptr<host_staging> staging_;  // execute()'s page-locked staging, made on the plan's device
-
-  host_staging& staging() {
-    if (!staging_) staging_ = std::make_unique<host_staging>(prob.options.threads);
-    return *staging_;
-  }
+  lazy_host_staging staging{prob.options.threads};  // execute()'s page-locked staging
 };
 
 }  // namespace

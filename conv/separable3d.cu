@@ -441,12 +441,7 @@ class cuda3d_separable final : public plan3d::impl {
   device_buffer<float> taps_;
   std::vector<std::size_t> offsets_;  // of the depth, column and row taps in taps_
   device_buffer<char> t1_, t2_, d_in_, d_out_;  // grown on demand
-  std::unique_ptr<host_staging> staging_;  // execute()'s page-locked staging, made on the plan's device
-
-  host_staging& staging() {
-    if (!staging_) staging_ = std::make_unique<host_staging>(prob.options.threads);
-    return *staging_;
-  }
+  lazy_host_staging staging{prob.options.threads};  // execute()'s page-locked staging
 };
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "slices3d.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -197,15 +196,8 @@ std::vector<cf> slice_tiles3d::spectrum(const tiling3d& t, const std::vector<flo
   // both loops on the CPU pool's threads (~25 ms on one core for a 31^3 PSF in 64 x 128 x 128
   // tiles: a CLI call pays it per plan)
   const int threads = (int)std::min(16u, std::max(1u, std::thread::hardware_concurrency()));
-  auto on_threads = [&](long long units, auto&& f) {
-    std::atomic<long long> next{0};
-    auto worker = [&] {
-      for (long long u = next++; u < units; u = next++) f(u);
-    };
-    run_on_threads((int)std::min<long long>(threads, units), worker);
-  };
   std::vector<fft::complex_t<double>> slices(plane * kd);
-  on_threads(kd, [&](long long l) {
+  parallel_units(threads, kd, [&](long long l) {
     const auto s = fused_tiles::spectrum_double(T, kernel.data() + std::size_t(l) * kh * kw, kh, kw);
     std::copy(s.begin(), s.end(), slices.begin() + plane * l);
   });
@@ -213,7 +205,7 @@ std::vector<cf> slice_tiles3d::spectrum(const tiling3d& t, const std::vector<flo
   const double scale = 1.0 / (double(D) * plane);
   std::vector<cf> out(plane * D);
   constexpr std::size_t columns = 256;  // (kx, ky) columns a unit
-  on_threads((long long)((plane + columns - 1) / columns), [&](long long unit) {
+  parallel_units(threads, (long long)((plane + columns - 1) / columns), [&](long long unit) {
     std::vector<fft::complex_t<double>> column(D), scratch(D);
     for (std::size_t e = std::size_t(unit) * columns; e < std::min(plane, std::size_t(unit + 1) * columns); ++e) {
       for (int l = 0; l < D; ++l) column[l] = l < kd ? slices[plane * l + e] : fft::complex_t<double>{0, 0};

@@ -4,7 +4,8 @@
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     targets: kernel_text named_kernel cli_args png_scanlines
 # Only host-side sources are compiled (src/kernel_io.cpp, named_kernels.cpp, cli.cpp, and what
 # kernel_io now reaches for PSF stacks: stack_io, atomic_write, image_io, interrupt,
-# jpeg_strips) and PNG's CPU side for the GPU pipeline (pipeline/png_codec.cpp, zlib): the parsers need no GPU; the CUDA headers that conv/plan.hpp includes are taken from
+# jpeg_strips) with the CPU pool stack_io reads on (conv/cpu_pool.cpp), and PNG's CPU side for the GPU
+# pipeline (pipeline/png_codec.cpp, zlib): the parsers need no GPU; the CUDA headers that conv/plan.hpp includes are taken from
 # $CUDA_HOME/include (headers only, nothing of CUDA is linked).
 # Work files go to build-fuzz/: the growing corpus in build-fuzz/corpus/<target> (the seeds in
 # fuzz/corpus/<target> are read, never written), crash reproducers in build-fuzz/artifacts/,
@@ -42,12 +43,15 @@ for src in kernel_io named_kernels cli stack_io atomic_write image_io interrupt 
   fi
   objects+=("$obj")
 done
-obj="$out/obj/png_codec.o"
-if [ ! -f "$obj" ] || [ pipeline/png_codec.cpp -nt "$obj" ] || [ pipeline/png_codec.hpp -nt "$obj" ]; then
-  echo "fuzz.sh: compiling pipeline/png_codec.cpp"
-  nice -n "${NICE:-10}" "$cxx" "${flags[@]}" -c pipeline/png_codec.cpp -o "$obj"
-fi
-objects+=("$obj")
+# and two outside src/: PNG's CPU side, and the CPU pool that stack_io reads pages on
+for src in pipeline/png_codec conv/cpu_pool; do
+  obj="$out/obj/$(basename "$src").o"
+  if [ ! -f "$obj" ] || [ "$src.cpp" -nt "$obj" ] || [ "$src.hpp" -nt "$obj" ]; then
+    echo "fuzz.sh: compiling $src.cpp"
+    nice -n "${NICE:-10}" "$cxx" "${flags[@]}" -c "$src.cpp" -o "$obj"
+  fi
+  objects+=("$obj")
+done
 for t in "${targets[@]}"; do
   echo "fuzz.sh: building fuzz_$t"
   nice -n "${NICE:-10}" "$cxx" "${flags[@]}" -fsanitize=fuzzer "fuzz/fuzz_$t.cpp" "${objects[@]}" "${libs[@]}" -o "$out/fuzz_$t"

@@ -20,6 +20,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "atomic_write.hpp"
+#include "conv/cpu_pool.hpp"
 #include "errors.hpp"
 #include "kernel_io.hpp"
 
@@ -33,19 +34,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// f(z) for z in [0, count) on up to 16 threads (the CLI runs OpenCV single-threaded:
-// apps/gpuconv/main.cpp): the pages' conversions of a stack, memory-bound on one core.
+// f(z) for z in [0, count) on up to 16 of the CPU pool's threads (the CLI runs OpenCV
+// single-threaded: apps/gpuconv/main.cpp): a stack's pages, read or converted.
 template <typename F>
 void for_each_page(long long count, F&& f) {
-  const int threads = (int)std::min<long long>(count, std::min(16u, std::max(1u, std::thread::hardware_concurrency())));
-  std::atomic<long long> next{0};
-  auto work = [&] {
-    for (long long z = next++; z < count; z = next++) f(z);
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+  conv::parallel_units((int)std::min(16u, std::max(1u, std::thread::hardware_concurrency())), count, f);
 }
 
 }  // namespace
@@ -303,7 +296,7 @@ stack_pages read_pages(const fs::path& file, const std::string& role) {
   if (!is_tiff_file(file)) throw input_error(name + ": not a TIFF file (stacks are multi-page TIFFs)");
   const tiff_layout layout = walk_tiff(file);
   if (!layout.problem.empty()) throw input_error(name + ": truncated or corrupt (" + layout.problem + ")");
-  const int pages = tiff_page_count(file);
+  const int pages = layout.classic ? layout.pages : tiff_page_count(file);  // (the classic chain is walked already)
   if (pages < 1) throw input_error(name + ": cannot be read or decoded (no readable TIFF directory)");
   if (const auto size = peek_image_size(file);
       size && double(size->width) * double(size->height) * pages > double(max_image_pixels()))

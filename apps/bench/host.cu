@@ -159,6 +159,20 @@ void write_csv(const std::string& file, const std::vector<host_row>& rows) {
       << ',' << r.exec_ms << ',' << r.exec_pinned_ms << ',' << r.device_ms << ',' << r.max_diff << '\n';
 }
 
+// Every case through run(case, sample type{}) by its bytes a sample, printed as it comes, then
+// the CSV.
+template <typename Case, std::size_t N, typename F>
+void run_table(const Case (&cases)[N], const options& opt, F&& run) {
+  std::vector<host_row> rows;
+  print_header();
+  for (const Case& c : cases) {
+    host_row r = c.bytes == 4 ? run(c, float{}) : c.bytes == 1 ? run(c, std::uint8_t{}) : run(c, std::uint16_t{});
+    print_row(r);
+    rows.push_back(r);
+  }
+  write_csv(opt.csv, rows);
+}
+
 }  // namespace
 
 int run_host(const options& opt) {
@@ -189,16 +203,7 @@ int run_host(const options& opt) {
     }, 1, 5);
     std::printf("\ncudaHostRegister + cudaHostUnregister of %zu MB: %.2f ms\n\n", bytes >> 20, reg);
   }
-  std::vector<host_row> rows;
-  print_header();
-  for (const host_case& c : cases) {
-    host_row r = c.bytes == 4 ? run_case<float>(c, opt, stream)
-                 : c.bytes == 1 ? run_case<std::uint8_t>(c, opt, stream)
-                                : run_case<std::uint16_t>(c, opt, stream);
-    print_row(r);
-    rows.push_back(r);
-  }
-  write_csv(opt.csv, rows);
+  run_table(cases, opt, [&](const host_case& c, auto type) { return run_case<decltype(type)>(c, opt, stream); });
   return 0;
 }
 
@@ -214,16 +219,7 @@ int run_host3d(const options& opt) {
       {"128x512^2 u8 K=31", 128, 512, 512, 31, false, 1},    {"128x512^2 f32 gauss K=31", 128, 512, 512, 31, true, 4},
       {"64x256^2 f32 K=15", 64, 256, 256, 15, false, 4},
   };
-  std::vector<host_row> rows;
-  print_header();
-  for (const host3d_case& c : cases) {
-    host_row r = c.bytes == 4 ? run_case3d<float>(c, opt, stream)
-                 : c.bytes == 1 ? run_case3d<std::uint8_t>(c, opt, stream)
-                                : run_case3d<std::uint16_t>(c, opt, stream);
-    print_row(r);
-    rows.push_back(r);
-  }
-  write_csv(opt.csv, rows);
+  run_table(cases, opt, [&](const host3d_case& c, auto type) { return run_case3d<decltype(type)>(c, opt, stream); });
   return 0;
 }
 
