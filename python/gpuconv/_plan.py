@@ -145,6 +145,36 @@ class _HeldPlan:
         "separable" for a volume's rank-1 PSF."""
         return self._core.method
 
+    # The checks and the host call both plans make; `noun` names the input ("image", "volume").
+    # Subclasses hold shape, dtype, device_index and _lock.
+    def _input_dtype(self, ops: Ops, x: Any, where: str, noun: str) -> str:
+        """The input's dtype name, after its shape and dtype are checked against the plan."""
+        if tuple(x.shape) != self.shape:
+            raise ValueError(f"{where}: {noun} shape {tuple(x.shape)} differs from the plan's {self.shape}")
+        dtype = ops.dtype_name(x)
+        if dtype not in SUPPORTED:
+            raise unsupported_dtype(dtype, where)
+        if self.dtype is not None and dtype != self.dtype:
+            raise TypeError(f"{where}: {noun} dtype {dtype} differs from the plan's {self.dtype}")
+        return dtype
+
+    def _cuda_index(self, ops: Ops, x: Any, where: str, noun: str) -> int:
+        """The device of a CUDA input, which must be the plan's."""
+        index = ops.device_index(x)
+        if self.backend != "cuda":
+            raise ValueError(f"{where}: the plan runs on the CPU backend; the {noun} is a CUDA array "
+                             f"(build the plan with device='cuda:{index}')")
+        if index != self.device_index:
+            raise ValueError(f"{where}: the {noun} is on CUDA device {index}, the plan on device {self.device_index}")
+        return index
+
+    def _execute_host(self, host: np.ndarray, result: np.ndarray) -> None:
+        """The plan on host arrays (through the GPU when its backend is CUDA)."""
+        if self.backend == "cuda":
+            _use_device(self.device_index)
+        with self._lock:
+            self._core.execute(host, result)
+
 
 class Plan(_HeldPlan):
     """A convolution planned once for an image shape, a kernel (or a bank of kernels) and options.
@@ -204,13 +234,7 @@ class Plan(_HeldPlan):
 
     def _run(self, ops: Ops, x: Any, out: Any, stream: Optional[int]) -> Any:
         where = "gpuconv.Plan"
-        if tuple(x.shape) != self.shape:
-            raise ValueError(f"{where}: image shape {tuple(x.shape)} differs from the plan's {self.shape}")
-        dtype = ops.dtype_name(x)
-        if dtype not in SUPPORTED:
-            raise unsupported_dtype(dtype, where)
-        if self.dtype is not None and dtype != self.dtype:
-            raise TypeError(f"{where}: image dtype {dtype} differs from the plan's {self.dtype}")
+        dtype = self._input_dtype(ops, x, where, "image")
         if ops.device:
             return self._run_device(ops, x, out, dtype, stream)
         host = ops.to_host_numpy(x)
@@ -221,20 +245,12 @@ class Plan(_HeldPlan):
         else:
             result = ops.to_host_numpy(out)
             self._check_out(result, type(host), dtype, result.flags.c_contiguous)
-        if self.backend == "cuda":
-            _use_device(self.device_index)
-        with self._lock:
-            self._core.execute(host, result)
+        self._execute_host(host, result)
         return out if out is not None else ops.from_host_numpy(result, x)
 
     def _run_device(self, ops: Ops, x: Any, out: Any, dtype: str, stream: Optional[int]) -> Any:
         where = "gpuconv.Plan"
-        index = ops.device_index(x)
-        if self.backend != "cuda":
-            raise ValueError(f"{where}: the plan runs on the CPU backend; the image is a CUDA array "
-                             f"(build the plan with device='cuda:{index}')")
-        if index != self.device_index:
-            raise ValueError(f"{where}: the image is on CUDA device {index}, the plan on device {self.device_index}")
+        index = self._cuda_index(ops, x, where, "image")
         if not ops.is_contiguous(x):
             x = ops.contiguous(x)
         if out is None:

@@ -88,20 +88,9 @@ class Plan3D(_HeldPlan):
 
     def _run(self, ops: Ops, x: Any, stream: Optional[int]) -> Any:
         where = "gpuconv.Plan3D"
-        if tuple(x.shape) != self.shape:
-            raise ValueError(f"{where}: volume shape {tuple(x.shape)} differs from the plan's {self.shape}")
-        dtype = ops.dtype_name(x)
-        if dtype not in SUPPORTED:
-            raise unsupported_dtype(dtype, where)
-        if self.dtype is not None and dtype != self.dtype:
-            raise TypeError(f"{where}: volume dtype {dtype} differs from the plan's {self.dtype}")
+        dtype = self._input_dtype(ops, x, where, "volume")
         if ops.device:
-            index = ops.device_index(x)
-            if self.backend != "cuda":
-                raise ValueError(f"{where}: the plan runs on the CPU backend; the volume is a CUDA array "
-                                 f"(build the plan with device='cuda:{index}')")
-            if index != self.device_index:
-                raise ValueError(f"{where}: the volume is on CUDA device {index}, the plan on device {self.device_index}")
+            index = self._cuda_index(ops, x, where, "volume")
             if not ops.is_contiguous(x):
                 x = ops.contiguous(x)
             out = ops.empty(self.output_shape, dtype, x)
@@ -114,10 +103,7 @@ class Plan3D(_HeldPlan):
         if not host.flags.c_contiguous:
             host = np.ascontiguousarray(host)
         result = np.empty(self.output_shape, dtype=dtype)
-        if self.backend == "cuda":
-            _use_device(self.device_index)
-        with self._lock:
-            self._core.execute(host, result)
+        self._execute_host(host, result)
         return ops.from_host_numpy(result, x)
 
 
