@@ -1,6 +1,7 @@
 #include "slices3d.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -9,6 +10,7 @@
 #include "fft/host/real_1d_host.hpp"
 #include "fft/kernels/strided_c2c.cuh"
 #include "fft/plan/device_table.hpp"
+#include "fft/plan/dispatch.hpp"
 #include "fused.hpp"
 #include "fused_tile.cuh"
 
@@ -18,16 +20,12 @@ namespace {
 
 using cf = fft::complex_t<float>;
 
+// The tile depths the pass along D is compiled for: powers of two 16..256 and the mixed
+// lengths (tile_map3d.hpp's slice_path_depth).
 template <typename F>
 void dispatch_depth(int depth, F&& f) {
-  switch (depth) {
-    case 16: f(std::integral_constant<int, 16>{}); return;
-    case 32: f(std::integral_constant<int, 32>{}); return;
-    case 64: f(std::integral_constant<int, 64>{}); return;
-    case 128: f(std::integral_constant<int, 128>{}); return;
-    case 256: f(std::integral_constant<int, 256>{}); return;
-    default: throw std::invalid_argument("slice_tiles3d: tile depth " + std::to_string(depth) + " (16..256)");
-  }
+  if (!slice_path_depth(depth)) throw std::invalid_argument("slice_tiles3d: tile depth " + std::to_string(depth));
+  fft::dispatch_strided<16>(depth, f);
 }
 
 // Where one tile's slice sits. Pass A: base = the offset of the source slice in the input
@@ -187,7 +185,8 @@ slice_inverse_kernel(const cf* __restrict__ work, out_t* __restrict__ out, tile_
 std::vector<cf> slice_tiles3d::spectrum(const tiling3d& t, const std::vector<float>& kernel, int kd, int kh, int kw) {
   if (!supports(t))
     throw std::invalid_argument("slice_tiles3d: tiles of " + std::to_string(t.tile_d) + " x " + std::to_string(t.tile_h) +
-                                " x " + std::to_string(t.tile_w) + " (square slices of 32, 64 or 128, depth 16..256)");
+                                " x " + std::to_string(t.tile_w) +
+                                " (square slices of 32, 64 or 128; a depth of 16..256 or 48, 80, 96, 160, 192, 320)");
   if (kd > t.tile_d || kh > t.tile_h || kw > t.tile_w || kernel.size() != std::size_t(kd) * kh * kw)
     throw std::invalid_argument("slice_tiles3d: the kernel does not fit the tile");
   const int T = t.tile_h, D = t.tile_d;
@@ -201,15 +200,32 @@ std::vector<cf> slice_tiles3d::spectrum(const tiling3d& t, const std::vector<flo
     const auto s = fused_tiles::spectrum_double(T, kernel.data() + std::size_t(l) * kh * kw, kh, kw);
     std::copy(s.begin(), s.end(), slices.begin() + plane * l);
   });
-  const fft::host::complex_1d_plan<double> along_d(D);
   const double scale = 1.0 / (double(D) * plane);
   std::vector<cf> out(plane * D);
   constexpr std::size_t columns = 256;  // (kx, ky) columns a unit
+  // along D: the host FFT for a power of two; for a mixed depth the sum over the kernel's kd
+  // slices (D kd terms a column, W_D^e from a table in double)
+  const bool pow2 = fft::is_pow2(D);
+  std::unique_ptr<fft::host::complex_1d_plan<double>> along_d;
+  std::vector<fft::complex_t<double>> roots;
+  if (pow2) {
+    along_d = std::make_unique<fft::host::complex_1d_plan<double>>(D);
+  } else {
+    for (int e = 0; e < D; ++e) roots.push_back(fft::unit_root(e, D));
+  }
   parallel_units(threads, (long long)((plane + columns - 1) / columns), [&](long long unit) {
     std::vector<fft::complex_t<double>> column(D), scratch(D);
     for (std::size_t e = std::size_t(unit) * columns; e < std::min(plane, std::size_t(unit + 1) * columns); ++e) {
-      for (int l = 0; l < D; ++l) column[l] = l < kd ? slices[plane * l + e] : fft::complex_t<double>{0, 0};
-      along_d.forward(column.data(), 1, scratch.data());
+      if (pow2) {
+        for (int l = 0; l < D; ++l) column[l] = l < kd ? slices[plane * l + e] : fft::complex_t<double>{0, 0};
+        along_d->forward(column.data(), 1, scratch.data());
+      } else {
+        for (int kz = 0; kz < D; ++kz) {
+          fft::complex_t<double> sum{0, 0};
+          for (int l = 0; l < kd; ++l) sum = sum + slices[plane * l + e] * roots[(std::size_t(kz) * l) % D];
+          column[kz] = sum;
+        }
+      }
       for (int kz = 0; kz < D; ++kz) out[plane * kz + e] = {float(column[kz].re * scale), float(column[kz].im * scale)};
     }
   });
@@ -222,7 +238,7 @@ slice_tiles3d::slice_tiles3d(const tiling3d& t, const std::vector<float>& kernel
   spectrum_ = device_buffer<cf>(host.size());
   GPUCONV_CUDA(cudaMemcpy(spectrum_.data(), host.data(), spectrum_.bytes(), cudaMemcpyHostToDevice));
   slice_table_ = fft::device_twiddle_table(2 * t.tile_h);  // block_fft_t's W_{2N}^e
-  depth_table_ = fft::device_twiddle_table(2 * t.tile_d);
+  depth_table_ = fft::device_column_table(t.tile_d);
   const int sms = fft::current_device_sms();
   dispatch_depth(t.tile_d, [&](auto n) { along_d_grid_ = fft::strided_grid<decltype(n)::value>(1LL << 40, sms); });
   dispatch_fused_tile(t.tile_h, [&](auto side) {

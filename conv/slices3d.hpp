@@ -6,7 +6,7 @@
 //      2D FFT in shared memory (columns, then rows), stored to work[pair][u][kx][ky];
 //   B  along D (fft/kernels/strided_c2c.cuh): FFT, multiply by the kernel's 3D spectrum
 //      (scaled by 1 / tile voxels), inverse FFT, and only the slices from kd - 1 on stored
-//      (the others would wrap);
+//      (the others would wrap); tile depths also 3 or 5 times a power of two (48 .. 320);
 //   C  slice_inverse_kernel: one block a valid slice of a pair: the inverse 2D FFT in shared
 //      memory, the valid outputs of both tiles written (narrow types rounded and saturated).
 // Each pass reads and writes the pairs' complex tiles once (C and B's stores only the valid
@@ -26,7 +26,8 @@ namespace gpuconv::conv {
 
 class slice_tiles3d {
  public:
-  // Tiles whose slices this path takes: square slices of 32, 64 or 128 and a depth of 16..256.
+  // Tiles whose slices this path takes: square slices of 32, 64 or 128 and a depth of 16..256
+  // or a mixed length (slice_path_depth).
   static bool supports(const tiling3d& t) { return slice_path_tiles(t); }
   // Device bytes of one pair's complex tile (the work buffer holds a chunk of pairs).
   static long long pair_bytes(const tiling3d& t) { return t.tile_voxels() * 8; }

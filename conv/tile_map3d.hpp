@@ -15,14 +15,16 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
+#include "../fft/plan/dispatch.hpp"
 #include "semantics.hpp"
 #include "tiling.hpp"
 
 namespace gpuconv::conv {
 
 struct tiling3d {
-  int tile_d = 0, tile_h = 0, tile_w = 0;     // powers of two
+  int tile_d = 0, tile_h = 0, tile_w = 0;     // powers of two (the slice path's depth: or a mixed length)
   int valid_d = 0, valid_h = 0, valid_w = 0;  // tile - kernel + 1
   long long tiles_z = 0, tiles_y = 0, tiles_x = 0;
   long long tiles_per_volume() const { return tiles_z * tiles_y * tiles_x; }
@@ -36,11 +38,15 @@ constexpr int max_tile_side_3d = 256;  // the cost model's largest (the FFT take
 // 32 x 512^2 from 64^3 tiles to 64 x 128^2, 1.4-1.7x faster, and K = 15 no slower (session 33).
 constexpr int cpu_max_tile_side_3d = 128;
 
-// Tiles the CUDA backend's slice path takes (slices3d.hpp): square slices of 32, 64 or 128,
-// a depth of 16..256.
+// Tile depths the CUDA backend's slice path takes: powers of two 16..256, and 3 or 5 times a
+// power of two (fft::mixed_lengths: 48, 80, 96, 160, 192, 320), which hug a volume's depth
+// closer (128 slices and a 31-deep PSF: one 160-deep tile layer instead of four of 64).
+inline bool slice_path_depth(int d) {
+  return (fft::is_pow2(d) && d >= 16 && d <= 256) || fft::is_compiled_mixed_length(d);
+}
+// Tiles the slice path takes (slices3d.hpp): square slices of 32, 64 or 128, a depth above.
 inline bool slice_path_tiles(const tiling3d& t) {
-  return t.tile_h == t.tile_w && (t.tile_h == 32 || t.tile_h == 64 || t.tile_h == 128) && t.tile_d >= 16 &&
-         t.tile_d <= 256;
+  return t.tile_h == t.tile_w && (t.tile_h == 32 || t.tile_h == 64 || t.tile_h == 128) && slice_path_depth(t.tile_d);
 }
 // The slice path's cost against the multipass route's per unit of the model below: measured
 // 5.7-9.4 ps a tile voxel against 22-24 (H100, 128 x 512 x 512, K = 15..63; docs/notes-3d.md).
@@ -53,7 +59,8 @@ constexpr double slice_path_weight = 0.375;
 // that side (each axis rounded up to cover its kernel and to 16). max_side: the largest side
 // the model considers (cpu_max_tile_side_3d for the CPU backend).
 // slice_path: the CUDA backend's slice path takes the tiles it can (slice_path_tiles), at
-// slice_path_weight of the cost.
+// slice_path_weight of the cost, and with them the mixed depths (slice_path_depth) from the
+// kernel's depth up to the first that covers the whole output depth.
 inline tiling3d choose_tiling3d(long long out_d, long long out_h, long long out_w, int kd, int kh, int kw,
                                 int forced = 0, int max_side = max_tile_side_3d, bool slice_path = false) {
   auto make = [&](int td, int th, int tw) {
@@ -73,16 +80,25 @@ inline tiling3d choose_tiling3d(long long out_d, long long out_h, long long out_
   };
   const int ld = least(kd), lh = least(kh), lw = least(kw);
   const int md = std::max(ld, most(out_d, kd)), mh = std::max(lh, most(out_h, kh)), mw = std::max(lw, most(out_w, kw));
+  std::vector<int> depths;
+  for (int td = ld; td <= md; td *= 2) depths.push_back(td);
+  if (slice_path)
+    for (int td : fft::mixed_lengths) {
+      if (td < kd) continue;
+      depths.push_back(td);
+      if (td - kd + 1 >= out_d) break;  // mixed_lengths ascend: this one covers the depth
+    }
   tiling3d best{};
   double best_cost = 0;
-  for (int td = ld; td <= md; td *= 2)
+  for (int td : depths)
     for (int th = lh; th <= mh; th *= 2)
       for (int tw = lw; tw <= mw; tw *= 2) {
         const tiling3d t = make(td, th, tw);
         if (t.tile_voxels() > (1LL << 24)) continue;  // 256^3: the workspace of one tile stays < 200 MB
+        const bool slices = slice_path && slice_path_tiles(t);
+        if (!fft::is_pow2(td) && !slices) continue;  // mixed depths: the slice path's alone
         const double cost = double(t.tiles_per_volume()) * double(t.tile_voxels()) *
-                            (std::log2(double(t.tile_voxels())) + 8) *
-                            (slice_path && slice_path_tiles(t) ? slice_path_weight : 1.0);
+                            (std::log2(double(t.tile_voxels())) + 8) * (slices ? slice_path_weight : 1.0);
         if (best.tile_d == 0 || cost < best_cost) {
           best = t;
           best_cost = cost;

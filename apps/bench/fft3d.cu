@@ -90,7 +90,7 @@ void strided_variant(std::vector<pass_t>& out, const char* what, const cufftComp
   if constexpr (C * (n / P) <= 1024 && C * (n + n / 16 + 1) * 8 <= 227 * 1024) {
     using policy = fft::strided_c2c_policy<n, C, P>;
     const long long columns = outer * inner;
-    const auto table = fft::device_twiddle_table(2 * n);
+    const auto table = fft::device_column_table(n);
     const unsigned grid = fft::strided_grid<n, policy>(columns, fft::current_device_sms());
     const std::size_t count = std::size_t(columns) * n;
     auto* w = reinterpret_cast<fft::complex_t<float>*>(work);
@@ -175,6 +175,81 @@ void passes_table(int d, int h, int w, const device_buffer<float>& x, const opti
   std::printf("\n");
 }
 
+// The 3D slice path's pass along D (conv/slices3d.cu: FFT, times the kernel's spectrum,
+// inverse, the slices from 30 on stored, as for a 31^3 PSF) over [pairs][n][128 x 128] complex
+// tiles of ~2^26 values, for the power-of-two and the mixed tile depths, with C columns a block
+// and P values a thread: ps a value and the share of a copy's rate (a read and a write of
+// every value), the error against the first variant of the same depth.
+template <int n, int C, int P>
+void depth_variant(double& first_ms, std::vector<float>& first_out, const options& opt, cudaStream_t stream) {
+  using policy = fft::strided_c2c_policy<n, C, P>;
+  constexpr long long inner = 128 * 128;
+  const long long pairs = std::max<long long>(1, (1LL << 26) / (n * inner)), columns = pairs * inner;
+  const std::size_t count = std::size_t(columns) * n;
+  device_buffer<float> start(count * 2), spectrum(std::size_t(n) * inner * 2);
+  device_buffer<fft::complex_t<float>> work(count);
+  fill_random(start.data(), (long long)count * 2, 7 + n, stream);
+  fill_random(spectrum.data(), (long long)n * inner * 2, 11 + n, stream);
+  const auto table = fft::device_column_table(n);
+  const unsigned grid = fft::strided_grid<n, policy>(columns, fft::current_device_sms());
+  const fft::strided_multiply op{reinterpret_cast<const fft::complex_t<float>*>(spectrum.data()), 30};
+  auto restore = [&] { GPUCONV_CUDA(cudaMemcpyAsync(work.data(), start.data(), count * 8, cudaMemcpyDeviceToDevice, stream)); };
+  auto run = [&](cudaStream_t s) {
+    fft::launch_c2c_strided<n, false, fft::strided_multiply, policy>(work.data(), work.data(), columns, inner, grid,
+                                                                      table.data(), op, s);
+  };
+  restore();
+  run(stream);
+  std::vector<float> out(count * 2);
+  GPUCONV_CUDA(cudaMemcpyAsync(out.data(), work.data(), count * 8, cudaMemcpyDeviceToHost, stream));
+  GPUCONV_CUDA(cudaStreamSynchronize(stream));
+  const double ms = median_ms(run, restore, opt.warmup, opt.reps, stream);
+  double num = 0, den = 0;
+  if (first_out.empty()) first_out = out;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    num += double(out[i] - first_out[i]) * (out[i] - first_out[i]);
+    den += double(first_out[i]) * first_out[i];
+  }
+  if (first_ms == 0) first_ms = ms;
+  device_buffer<float> copy_to(count * 2);
+  const double copy_ms = median_ms(
+      [&](cudaStream_t st) { GPUCONV_CUDA(cudaMemcpyAsync(copy_to.data(), start.data(), count * 8, cudaMemcpyDeviceToDevice, st)); },
+      opt.warmup, opt.reps, stream);
+  std::printf("  %5d %8d %6d %7d %9.3f %9.2f %6.1f%% %9.1e\n", n, C, P, policy::block_threads, ms,
+              ms * 1e9 / double(count), 100 * copy_ms / ms, std::sqrt(num / std::max(den, 1e-300)));
+}
+
+void depth_passes_table(const options& opt, cudaStream_t stream) {
+  std::printf("the slice path's pass along D (convolve, slices from 30 on stored), [pairs][n][128^2] tiles\n");
+  std::printf("  %5s %8s %6s %7s %9s %9s %7s %9s\n", "n", "columns", "items", "threads", "ms", "ps/value", "%copy",
+              "rel diff");
+  auto depth = [&](auto len, auto... shapes) {
+    double ms = 0;
+    std::vector<float> out;
+    (depth_variant<decltype(len)::value, decltype(shapes)::first_type::value, decltype(shapes)::second_type::value>(
+         ms, out, opt, stream),
+     ...);
+  };
+  using std::integral_constant;
+  using std::pair;
+  depth(integral_constant<int, 64>{}, pair<integral_constant<int, 64>, integral_constant<int, 16>>{});
+  depth(integral_constant<int, 128>{}, pair<integral_constant<int, 32>, integral_constant<int, 16>>{});
+  depth(integral_constant<int, 256>{}, pair<integral_constant<int, 16>, integral_constant<int, 16>>{});
+  depth(integral_constant<int, 80>{}, pair<integral_constant<int, 32>, integral_constant<int, 20>>{},
+        pair<integral_constant<int, 32>, integral_constant<int, 10>>{});
+  depth(integral_constant<int, 96>{}, pair<integral_constant<int, 32>, integral_constant<int, 24>>{},
+        pair<integral_constant<int, 32>, integral_constant<int, 12>>{});
+  depth(integral_constant<int, 160>{}, pair<integral_constant<int, 16>, integral_constant<int, 20>>{},
+        pair<integral_constant<int, 16>, integral_constant<int, 10>>{},
+        pair<integral_constant<int, 32>, integral_constant<int, 10>>{});
+  depth(integral_constant<int, 192>{}, pair<integral_constant<int, 16>, integral_constant<int, 24>>{},
+        pair<integral_constant<int, 16>, integral_constant<int, 12>>{},
+        pair<integral_constant<int, 32>, integral_constant<int, 12>>{});
+  depth(integral_constant<int, 320>{}, pair<integral_constant<int, 16>, integral_constant<int, 20>>{},
+        pair<integral_constant<int, 16>, integral_constant<int, 10>>{});
+  std::printf("\n");
+}
+
 }  // namespace
 
 int run_fft3d(const options& opt) {
@@ -188,6 +263,7 @@ int run_fft3d(const options& opt) {
   std::printf("measured copy bandwidth (read + write): %.0f GB/s\n\n", copy_gbs);
   const auto seed = (std::uint64_t)std::chrono::steady_clock::now().time_since_epoch().count();
 
+  if (opt.passes) depth_passes_table(opt, stream);
   std::vector<row3_t> rows;
   for (int n : {128, 256, 512, 1024}) {
     if (!opt.sizes.empty() && std::find(opt.sizes.begin(), opt.sizes.end(), n) == opt.sizes.end()) continue;

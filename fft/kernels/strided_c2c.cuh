@@ -1,17 +1,20 @@
-// Kernel layer: batched 1D complex FFTs along the middle axis of [outer][n][inner] arrays,
+// Batched 1D complex FFTs along the middle axis of [outer][n][inner] arrays,
 // without transposes: the column pass of the 3D transform (along H with inner = W/2+1, along
-// D with inner = H*(W/2+1)). A block takes `columns_per_block` consecutive columns (the
-// columns are numbered across `outer`, so no block idles on a short last group of an odd
-// inner); thread (c, t) = (threadIdx.x mod C, threadIdx.x / C) holds values t + T*m of column
-// c, so the C lanes that share t read C consecutive complex values (C*8 bytes, whole
-// sectors) for every m. A column's T threads then sit in different warps: block_fft_t with
-// rows_across_warps synchronises the block between its passes.
+// D with inner = H*(W/2+1)), and the 3D slice path's pass along D. A block takes
+// `columns_per_block` consecutive columns (the columns are numbered across `outer`, so no
+// block idles on a short last group of an odd inner); thread (c, t) = (threadIdx.x mod C,
+// threadIdx.x / C) holds P values of column c, so the C lanes that share t read C consecutive
+// complex values (C*8 bytes, whole sectors) for every value. A column's T threads then sit in
+// different warps: the block transforms synchronise the block between their passes.
+// Lengths: powers of two (block_fft_t: thread t holds values t + T*m) and n = R * M for R = 3
+// or 5 (block_mixed_fft_t: R values of each of M/T points a thread, fft/thread/mixed_radix.hpp).
 // As in complex_1d.cuh, a pointwise multiply can run between a forward and an inverse
 // transform of the same column while it is in registers (the convolution's spectrum).
 #pragma once
 #include <algorithm>
 #include <type_traits>
 
+#include "../block/mixed.cuh"
 #include "../block/stockham.cuh"
 #include "../device/cuda_check.hpp"
 #include "../device/dependent_launch.cuh"
@@ -31,27 +34,77 @@ namespace gpuconv::fft {
 // Up to n = 128: 4096 complex values a block (~35 KB of exchange buffers; at 128^3 every shape
 // of 16 columns or more is within a few percent). Register-only columns (n <= 16): 128 a block.
 // Beyond 1024 (not measured): 4096 values a block, 32 a thread.
+// Mixed lengths: about 4096 values a block, 16..64 columns; 20 values a thread for R = 5 (4
+// points of 5), for R = 3 24 (8 points of 3) up to M = 32 and 12 beyond. Measured on the H100
+// (`gpuconv-bench fft3d --passes`: the slice path's pass along D, ps a value, % of copy):
+//   n = 80: P=20 6.09 (88%), P=10 9.61; 96: P=24 6.71 (80%), P=12 7.53; 160: P=20 8.74 (61%),
+//   P=10 9.66; 192: P=24 15.6 (34%: 176 registers), P=12 8.58 (63%); 320: P=20 8.69 (62%),
+//   P=10 12.2; the powers of two 64 / 128 / 256: 5.97 / 7.07 / 7.91 (91% / 77% / 68%).
 constexpr int strided_default_columns(int n) {
+  if (!is_pow2(n)) {
+    int c = 16;
+    while (c < 64 && 2 * c * n <= 4096) c *= 2;
+    return c;
+  }
   return n <= 16 ? 128 : n <= 128 ? 4096 / n : n <= 512 ? 32 : n == 1024 ? 16 : 4096 / n;
 }
-constexpr int strided_default_items(int n) { return n <= 16 ? n : n <= 256 ? 16 : 32; }
+constexpr int strided_default_items(int n) {
+  if (!is_pow2(n)) return odd_part(n) == 5 ? 20 : pow2_part(n) <= 32 ? 24 : 12;
+  return n <= 16 ? n : n <= 256 ? 16 : 32;
+}
+// Lengths the strided pass takes: powers of two in [2, 4096]; 3 or 5 times a power of two
+// from 16 to 128 (48 .. 640).
+constexpr bool strided_length(long long n) {
+  return (is_pow2(n) && n >= 2 && n <= 4096) || (is_mixed_length(n) && pow2_part(n) <= 128);
+}
 
 template <int n_, int columns_ = strided_default_columns(n_), int items_ = strided_default_items(n_)>
 struct strided_c2c_policy {
-  static_assert(is_pow2(n_) && n_ >= 2 && n_ <= 4096, "strided_c2c_policy: n must be a power of two in [2, 4096]");
-  static_assert(is_pow2(items_) && items_ <= n_ && is_pow2(columns_), "strided_c2c_policy: bad shape");
+  static_assert(strided_length(n_), "strided_c2c_policy: n must be a power of two in [2, 4096] or 3 or 5 times one "
+                                    "in [16, 128]");
   static constexpr int n = n_;
+  static constexpr int radix = odd_part(n_);  // 1 for a power of two
+  static constexpr int m = n_ / radix;
+  static_assert(items_ % radix == 0 && is_pow2(items_ / radix) && items_ <= n_ && is_pow2(columns_),
+                "strided_c2c_policy: bad shape");
   static constexpr int items_per_thread = items_;
   static constexpr int threads_per_column = n / items_per_thread;
   static constexpr int columns_per_block = columns_;
   static constexpr int block_threads = columns_per_block * threads_per_column;
   static_assert(block_threads <= 1024, "strided_c2c_policy: more than 1024 threads a block");
-  // a column's exchange buffer (n + n/16 values) plus one value, so that the C columns of a
-  // warp start on different banks
-  static constexpr int column_shared_elems = threads_per_column == 1 ? 0 : n + n / 16 + 1;
+  // a column's exchange buffers (n + n/16 values; R of M + M/16 for a mixed length) plus one
+  // value, so that the C columns of a warp start on different banks
+  static constexpr int column_shared_elems = threads_per_column == 1 ? 0 : radix * (m + m / 16) + 1;
   // dynamic shared memory of a launch (over 48 KB: allow_dynamic_shared first)
   static constexpr int shared_memory_bytes = columns_per_block * column_shared_elems * 8;
   static_assert(shared_memory_bytes <= 227 * 1024, "strided_c2c_policy: exchange buffers over 227 KB");
+};
+
+// A column's transforms under a policy, and where its values sit: item q of thread t is
+// element time_index(t, q) before a forward transform (and after an inverse one), spectrum
+// element freq_index(t, q) after it (and before an inverse one).
+template <typename policy, bool mixed = (policy::radix > 1)>
+struct strided_column {
+  static constexpr int T = policy::threads_per_column;
+  template <bool inverse>
+  using fft_t_ = block_fft_t<policy::n, T, inverse, twiddle_load_ro, true>;
+  static __device__ GPUCONV_INLINE int time_index(int t, int q) { return t + T * q; }
+  static __device__ GPUCONV_INLINE int freq_index(int t, int q) { return t + T * q; }
+  template <bool inverse, typename V>
+  static __device__ GPUCONV_INLINE void run(V& v, complex_t<float>* column_shared, int t, const complex_t<float>* table) {
+    fft_t_<inverse>::run(v, column_shared, t, table);
+  }
+};
+template <typename policy>
+struct strided_column<policy, true> {
+  using block_t = block_mixed_fft_t<policy::radix, policy::m, policy::threads_per_column, twiddle_load_ro, true>;
+  static __device__ GPUCONV_INLINE int time_index(int t, int q) { return block_t::layout::time_index(t, q); }
+  static __device__ GPUCONV_INLINE int freq_index(int t, int q) { return block_t::layout::freq_index(t, q); }
+  template <bool inverse, typename V>
+  static __device__ GPUCONV_INLINE void run(V& v, complex_t<float>* column_shared, int t, const complex_t<float>* table) {
+    if constexpr (inverse) block_t::inverse(v, column_shared, t, table);
+    else block_t::forward(v, column_shared, t, table);
+  }
 };
 
 // No pointwise step: a plain forward or inverse transform.
@@ -66,20 +119,24 @@ struct strided_multiply {
 };
 
 // Launched with policy::block_threads threads and policy::shared_memory_bytes of dynamic shared
-// memory.
+// memory. table: column_twiddle_table(n).
 template <int n, bool inverse, typename Pointwise, typename policy = strided_c2c_policy<n>>
 __global__ void __launch_bounds__(policy::block_threads)
 c2c_strided_kernel(const complex_t<float>* in, complex_t<float>* out, long long columns, long long inner,
                    const complex_t<float>* __restrict__ table, Pointwise pointwise) {
   static_assert(policy::n == n, "c2c_strided_kernel: the policy is for another length");
   constexpr int C = policy::columns_per_block, T = policy::threads_per_column, P = policy::items_per_thread;
+  constexpr bool plain = std::is_same_v<Pointwise, strided_no_pointwise>;
+  using column_t = strided_column<policy>;
   extern __shared__ __align__(16) unsigned char shared[];
   dependents_may_launch();  // see dependent_launch.cuh: a no-op unless launched early
   wait_for_previous();
-  using fwd_t = block_fft_t<n, T, false, twiddle_load_ro, true>;
-  using inv_t = block_fft_t<n, T, true, twiddle_load_ro, true>;
   const int c = threadIdx.x % C, t = threadIdx.x / C;
   auto* column_shared = reinterpret_cast<complex_t<float>*>(shared) + c * policy::column_shared_elems;
+  // where item q is read and written: a plain inverse reads a spectrum and writes values, a
+  // plain forward the other way round, a convolution values both ways
+  auto in_index = [&](int q) { return plain && inverse ? column_t::freq_index(t, q) : column_t::time_index(t, q); };
+  auto out_index = [&](int q) { return plain && !inverse ? column_t::freq_index(t, q) : column_t::time_index(t, q); };
   const long long groups = (columns + C - 1) / C;
   for (long long group = blockIdx.x; group < groups; group += gridDim.x) {
     const long long column = group * C + c;
@@ -88,26 +145,26 @@ c2c_strided_kernel(const complex_t<float>* in, complex_t<float>* out, long long 
     const long long base = o * n * inner + ci;  // value k at base + k * inner
     array_t<complex_t<float>, P> v;
     static_for<P>([&](auto m) {
-      const long long k = t + T * m.value;
+      const long long k = in_index(m.value);
       v[m.value] = valid ? load_ro(in + base + k * inner) : complex_t<float>{0.f, 0.f};
     });
-    if constexpr (std::is_same_v<Pointwise, strided_no_pointwise>) {
-      block_fft_t<n, T, inverse, twiddle_load_ro, true>::run(v, column_shared, t, table);
+    if constexpr (plain) {
+      column_t::template run<inverse>(v, column_shared, t, table);
     } else {
-      fwd_t::run(v, column_shared, t, table);
+      column_t::template run<false>(v, column_shared, t, table);
       if (valid)
         static_for<P>([&](auto m) {
-          const long long k = t + T * m.value;
+          const long long k = column_t::freq_index(t, m.value);
           v[m.value] = v[m.value] * load_ro(pointwise.spectrum + k * inner + ci);
         });
       if constexpr (T > 1) __syncthreads();  // the forward's last shared reads are done before the inverse writes
-      inv_t::run(v, column_shared, t, table);
+      column_t::template run<true>(v, column_shared, t, table);
     }
     int store_first = 0;
-    if constexpr (!std::is_same_v<Pointwise, strided_no_pointwise>) store_first = pointwise.store_first;
+    if constexpr (!plain) store_first = pointwise.store_first;
     if (valid)
       static_for<P>([&](auto m) {
-        const long long k = t + T * m.value;
+        const long long k = out_index(m.value);
         if (k >= store_first) out[base + k * inner] = v[m.value];
       });
     if constexpr (T > 1) __syncthreads();  // the exchange buffers are free for the next group

@@ -6,12 +6,16 @@
 
 namespace gpuconv::fft {
 
-inline device_buffer<complex_t<float>> device_twiddle_table(int n) {
-  const auto host = twiddle_table<float>(n);
+inline device_buffer<complex_t<float>> device_table_of(const std::vector<complex_t<float>>& host) {
   device_buffer<complex_t<float>> table(host.size());
   GPUCONV_CUDA(cudaMemcpy(table.data(), host.data(), table.bytes(), cudaMemcpyHostToDevice));
   return table;
 }
+
+inline device_buffer<complex_t<float>> device_twiddle_table(int n) { return device_table_of(twiddle_table<float>(n)); }
+
+// column_twiddle_table(n) on the device: the strided pass's table for length n
+inline device_buffer<complex_t<float>> device_column_table(int n) { return device_table_of(column_twiddle_table<float>(n)); }
 
 inline int current_device_sms() {
   int device = 0, sms = 0;

@@ -1,4 +1,5 @@
-// Maps a run-time power-of-two length onto the compile-time instantiations.
+// Maps a run-time length (a power of two, or one of the mixed lengths) onto the compile-time
+// instantiations.
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -19,6 +20,37 @@ void dispatch_pow2(int n, F&& f) {
     default: break;
   }
   throw std::invalid_argument("unsupported transform length " + std::to_string(n));
+}
+
+// The mixed lengths (3 or 5 times a power of two, fft/thread/mixed_radix.hpp) the strided
+// pass is compiled for (strided_c2c_plan, the 3D slice path's tile depths).
+constexpr int mixed_lengths[] = {48, 80, 96, 160, 192, 320};
+constexpr bool is_compiled_mixed_length(int n) {
+  for (int m : mixed_lengths)
+    if (m == n) return true;
+  return false;
+}
+
+// Calls f(std::integral_constant<int, n>) for n in mixed_lengths.
+template <typename F>
+void dispatch_mixed(int n, F&& f) {
+  switch (n) {
+    case 48: f(std::integral_constant<int, 48>{}); return;
+    case 80: f(std::integral_constant<int, 80>{}); return;
+    case 96: f(std::integral_constant<int, 96>{}); return;
+    case 160: f(std::integral_constant<int, 160>{}); return;
+    case 192: f(std::integral_constant<int, 192>{}); return;
+    case 320: f(std::integral_constant<int, 320>{}); return;
+    default: break;
+  }
+  throw std::invalid_argument("unsupported mixed transform length " + std::to_string(n));
+}
+
+// Powers of two from lo, or the mixed lengths.
+template <int lo, typename F>
+void dispatch_strided(int n, F&& f) {
+  if (n > 0 && (n & (n - 1)) == 0) dispatch_pow2<lo>(n, f);
+  else dispatch_mixed(n, f);
 }
 
 }  // namespace gpuconv::fft

@@ -32,21 +32,22 @@ long long checked_batch(long long batch) {
 }  // namespace
 
 strided_c2c_plan::strided_c2c_plan(int n, long long outer, long long inner) : n_(n), outer_(outer), inner_(inner) {
-  if (!is_pow2(n) || n < 2 || n > 4096)
-    throw std::invalid_argument("strided_c2c_plan: length " + std::to_string(n) + " is not a power of two in [2, 4096]");
+  if (!((is_pow2(n) && n >= 2 && n <= 4096) || is_compiled_mixed_length(n)))
+    throw std::invalid_argument("strided_c2c_plan: length " + std::to_string(n) +
+                                " is neither a power of two in [2, 4096] nor one of 48, 80, 96, 160, 192, 320");
   if (outer < 1 || inner < 1)
     throw std::invalid_argument("strided_c2c_plan: outer " + std::to_string(outer) + " and inner " +
                                 std::to_string(inner) + " must be >= 1");
-  table_ = device_twiddle_table(2 * n);
+  table_ = device_column_table(n);
   const int sms = current_device_sms();
-  dispatch_pow2<2>(n, [&](auto len) { grid_ = strided_grid<decltype(len)::value>(outer * inner, sms); });
+  dispatch_strided<2>(n, [&](auto len) { grid_ = strided_grid<decltype(len)::value>(outer * inner, sms); });
 }
 
 void strided_c2c_plan::forward(const complex_t<float>* in, complex_t<float>* out, cudaStream_t stream,
                                bool early) const {
   require(in, "input");
   require(out, "output");
-  dispatch_pow2<2>(n_, [&](auto len) {
+  dispatch_strided<2>(n_, [&](auto len) {
     launch_c2c_strided<decltype(len)::value, false>(in, out, outer_ * inner_, inner_, grid_, table_.data(),
                                                 strided_no_pointwise{}, stream, early);
   });
@@ -56,7 +57,7 @@ void strided_c2c_plan::inverse(const complex_t<float>* in, complex_t<float>* out
                                bool early) const {
   require(in, "input");
   require(out, "output");
-  dispatch_pow2<2>(n_, [&](auto len) {
+  dispatch_strided<2>(n_, [&](auto len) {
     launch_c2c_strided<decltype(len)::value, true>(in, out, outer_ * inner_, inner_, grid_, table_.data(),
                                                strided_no_pointwise{}, stream, early);
   });
@@ -67,7 +68,7 @@ void strided_c2c_plan::convolve(const complex_t<float>* in, complex_t<float>* ou
   require(in, "input");
   require(out, "output");
   require(spectrum, "spectrum");
-  dispatch_pow2<2>(n_, [&](auto len) {
+  dispatch_strided<2>(n_, [&](auto len) {
     launch_c2c_strided<decltype(len)::value, false>(in, out, outer_ * inner_, inner_, grid_, table_.data(),
                                                 strided_multiply{spectrum}, stream, early);
   });

@@ -22,7 +22,8 @@ namespace gpuconv::fft {
 // C2C along the middle axis of [outer][n][inner] (strided_c2c.cuh), in place allowed.
 class strided_c2c_plan {
  public:
-  // Throws std::invalid_argument unless n is a power of two in [2, 4096] and outer, inner >= 1.
+  // Throws std::invalid_argument unless n is a power of two in [2, 4096] or one of the mixed
+  // lengths (dispatch.hpp's mixed_lengths), and outer, inner >= 1.
   strided_c2c_plan(int n, long long outer, long long inner);
   // early: as real_1d_plan's (a programmatic dependent launch)
   void forward(const complex_t<float>* in, complex_t<float>* out, cudaStream_t stream = nullptr,
@@ -38,7 +39,7 @@ class strided_c2c_plan {
   int n_;
   long long outer_, inner_;
   unsigned grid_ = 0;
-  device_buffer<complex_t<float>> table_;  // W_{2n}^e, e < 2n
+  device_buffer<complex_t<float>> table_;  // column_twiddle_table(n)
 };
 
 class real_3d_plan {

@@ -3,6 +3,7 @@
 #pragma once
 #include <vector>
 
+#include "../thread/mixed_radix.hpp"
 #include "../thread/twiddle.hpp"
 
 namespace gpuconv::fft {
@@ -14,6 +15,18 @@ std::vector<complex_t<real_t>> twiddle_table(int n) {
     complex_t<double> w = unit_root(k, n);
     table[k] = {real_t(w.re), real_t(w.im)};
   }
+  return table;
+}
+
+// The table of the strided pass's column transforms (fft/kernels/strided_c2c.cuh) of length n:
+// W_{2n} for a power of two (block_fft_t's); W_{2M} then W_n for n = R M
+// (block_mixed_fft_t's, fft/block/mixed.cuh).
+template <typename real_t>
+std::vector<complex_t<real_t>> column_twiddle_table(int n) {
+  if (odd_part(n) == 1) return twiddle_table<real_t>(2 * n);
+  auto table = twiddle_table<real_t>(2 * pow2_part(n));
+  const auto big = twiddle_table<real_t>(n);
+  table.insert(table.end(), big.begin(), big.end());
   return table;
 }
 

@@ -422,12 +422,44 @@ TEST_CASE("plan3d CUDA slice path on 64 and 128 slices and on the automatic tile
   o.mode = GENERATE(output_mode::same, output_mode::valid);
   o.op = GENERATE(operation::convolution, operation::correlation);
   o.constant_value = 0.25f;
-  // tile 0: the automatic choice, 32 x 64 x 64 for the first shape, 16 x 32 x 32 for the second
+  // tile 0: the automatic choice, 48 x 64 x 64 for the first shape, 16 x 32 x 32 for the second
   const auto c = GENERATE(std::make_pair(64, shape3{20, 70, 75, 1, 7, 9, 5}), std::make_pair(128, shape3{10, 130, 140, 1, 5, 5, 4}),
                           std::make_pair(0, shape3{40, 100, 100, 1, 9, 9, 9}), std::make_pair(0, shape3{16, 200, 200, 1, 5, 5, 5}));
   const auto po = make_options(backend::cuda, o, cpu_method::automatic, c.first);
   REQUIRE(path_of(po, c.second) == cuda_path::fused);
   check_case(po, c.second);
+}
+
+// Tile depths of 3 or 5 times a power of two (the pass along D's mixed-radix transforms): every
+// compiled depth chosen by the automatic tiles ('same'), with bands (4 MB: one 160-deep tile pair a
+// chunk, each volume a band) and narrow voxels on one of them.
+TEST_CASE("plan3d CUDA slice path with mixed tile depths", "[conv][3d][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  options o;
+  o.border = GENERATE(boundary::reflect101, boundary::constant, boundary::wrap);
+  o.op = GENERATE(operation::convolution, operation::correlation);
+  o.mode = GENERATE(output_mode::same, output_mode::valid);
+  o.constant_value = 0.25f;
+  struct mixed_case {
+    int depth;
+    shape3 s;
+    std::size_t limit;
+  };
+  const auto c = GENERATE(mixed_case{48, {40, 100, 100, 1, 9, 9, 9}, 0}, mixed_case{80, {70, 37, 35, 2, 5, 5, 5}, 0},
+                          mixed_case{96, {170, 40, 40, 1, 11, 11, 11}, 0}, mixed_case{160, {150, 40, 40, 1, 11, 11, 11}, 0},
+                          mixed_case{160, {150, 40, 40, 2, 11, 11, 11}, std::size_t(4) << 20},
+                          mixed_case{192, {185, 40, 40, 1, 7, 7, 7}, 0}, mixed_case{320, {310, 36, 36, 1, 7, 7, 7}, 0});
+  const auto po = make_options(backend::cuda, o, cpu_method::automatic, 0, c.limit);
+  const auto k = test::random_reals<float>(std::size_t(c.s.kd) * c.s.kh * c.s.kw, 5);
+  const plan3d p(c.s.d, c.s.h, c.s.w, c.s.volumes, k.data(), c.s.kd, c.s.kh, c.s.kw, po);
+  REQUIRE(p.path() == cuda_path::fused);
+  // the depths above are 'same''s (a 'valid' output is shorter: its own, often mixed too)
+  if (o.mode == output_mode::same) REQUIRE(p.tile().tile_d == c.depth);
+  check_case(po, c.s);
+  if (c.depth == 80 && o.border == boundary::constant && o.mode == output_mode::same) {
+    check_narrow<std::uint8_t>(po, c.s);
+    check_narrow<std::uint16_t>(po, c.s);
+  }
 }
 
 TEST_CASE("plan3d CUDA slice path: execute_device, and the multipass route's result", "[conv][3d][gpu]") {
@@ -493,6 +525,32 @@ void emulate_tiles(const problem3d& p, const tile_map3d& m, const float* in, int
 }
 
 }  // namespace
+
+TEST_CASE("the slice path's tiles take mixed depths where they hug the volume", "[conv][3d]") {
+  // 128 x 512 x 512 (the issue's stack): one layer of 160 for a 31-deep PSF against four of 64
+  const tiling3d a = choose_tiling3d(128, 512, 512, 31, 31, 31, 0, max_tile_side_3d, true);
+  CHECK(a.tile_d == 160);
+  CHECK(a.tile_h == 128);
+  CHECK(a.tiles_z == 1);
+  CHECK(choose_tiling3d(128, 512, 512, 63, 63, 63, 0, max_tile_side_3d, true).tile_d == 192);
+  CHECK(choose_tiling3d(128, 512, 512, 15, 15, 15, 0, max_tile_side_3d, true).tile_d == 80);
+  // not for the multipass route or the CPU backend, nor for a forced tile
+  CHECK(choose_tiling3d(128, 512, 512, 31, 31, 31, 0, max_tile_side_3d, false).tile_d == 64);
+  CHECK(choose_tiling3d(128, 512, 512, 31, 31, 31, 0, cpu_max_tile_side_3d, false).tile_d == 64);
+  CHECK(choose_tiling3d(128, 512, 512, 31, 31, 31, 64, max_tile_side_3d, true).tile_d == 64);
+  // every choice over a sweep: a depth the slice path takes (and then its slices), or a power of two
+  for (long long d : {8, 30, 47, 90, 128, 200, 300, 600})
+    for (int k : {1, 3, 9, 17, 31, 63}) {
+      const tiling3d t = choose_tiling3d(d, 200, 180, k, k, k, 0, max_tile_side_3d, true);
+      INFO("depth " << d << ", K " << k << ": " << t.tile_d << " x " << t.tile_h << " x " << t.tile_w);
+      CHECK((fft::is_pow2(t.tile_d) || slice_path_tiles(t)));
+      CHECK(t.valid_d >= 1);
+      CHECK(t.tiles_z * t.valid_d >= d);
+    }
+  CHECK(slice_path_depth(160));
+  CHECK_FALSE(slice_path_depth(144));  // 9 x 16: not compiled
+  CHECK_FALSE(slice_path_depth(512));
+}
 
 TEST_CASE("plan3d CUDA path's tile maps and bands, emulated on the host", "[conv][3d]") {
   options o = every_semantics();

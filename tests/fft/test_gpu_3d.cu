@@ -31,7 +31,8 @@ double bound3(int d, int h, int w) { return test::fft_error_bound<float>(fft::lo
 
 TEST_CASE("GPU strided C2C along a middle axis matches cuFFT", "[fft][gpu][3d]") {
   GPUCONV_REQUIRE_GPU();
-  const int n = GENERATE(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048);
+  // powers of two, and the mixed lengths (3 or 5 times a power of two)
+  const int n = GENERATE(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 48, 80, 96, 160, 192, 320);
   const auto oi = GENERATE(std::array<long long, 2>{1, 1}, std::array<long long, 2>{3, 65}, std::array<long long, 2>{2, 300},
                            std::array<long long, 2>{1, 4096});
   const auto [outer, inner] = oi;
@@ -206,6 +207,8 @@ TEST_CASE("3D plans reject bad shapes", "[fft][3d]") {
   CHECK_THROWS_AS(fft::real_3d_plan(16, 16, 2048, 1), std::invalid_argument);
   CHECK_THROWS_AS(fft::real_3d_plan(16, 16, 16, 0), std::invalid_argument);
   CHECK_THROWS_AS(fft::strided_c2c_plan(3, 1, 1), std::invalid_argument);
+  CHECK_THROWS_AS(fft::strided_c2c_plan(24, 1, 1), std::invalid_argument);   // 3 x 8: not compiled
+  CHECK_THROWS_AS(fft::strided_c2c_plan(144, 1, 1), std::invalid_argument);  // 9 x 16
   CHECK_THROWS_AS(fft::strided_c2c_plan(8, 0, 1), std::invalid_argument);
   CHECK_THROWS_AS(fft::complex_3d_plan(1, 16, 16, 1), std::invalid_argument);
   CHECK_THROWS_AS(fft::complex_3d_plan(16, 16, 16, 0), std::invalid_argument);

@@ -3,6 +3,10 @@
 #include <catch2/catch_template_test_macros.hpp>
 #include <catch2/catch_test_macros.hpp>
 
+#include <algorithm>
+
+#include "fft/plan/dispatch.hpp"
+#include "fft/thread/mixed_radix.hpp"
 #include "fft/thread/real.hpp"
 #include "support/reference.hpp"
 
@@ -140,4 +144,117 @@ TEST_CASE("twiddle_mul special cases agree with the general multiply", "[fft][th
   CHECK(near(twiddle_mul<4, 3, true>(a), general(3, 4, true)));
   CHECK(near(twiddle_mul<16, 3, false>(a), general(3, 16, false)));
   CHECK(near(twiddle_mul<16, 24, true>(a), general(24, 16, true)));
+}
+
+namespace {
+
+// The mixed-radix step of fft/thread/mixed_radix.hpp with the block layer emulated: T threads
+// of a column, each holding its items in time order; the R M-point transforms between the two
+// halves done by fft_t over the whole column (block_fft_t's contract: thread t holds points
+// t + T m before and after). Forward, then inverse of the exact spectrum, against a long-double
+// DFT; every element held by exactly one item.
+template <typename real_t, int R, int M, int T>
+void check_mixed_step() {
+  using layout = mixed_layout<R, M, T>;
+  using cx = complex_t<real_t>;
+  constexpr int n = R * M, P = layout::items, Pm = layout::Pm;
+  const auto seed = test::fresh_seed();
+  INFO("n = " << n << " (R = " << R << ", T = " << T << "), seed = " << seed);
+  std::vector<int> seen_time(n, 0), seen_freq(n, 0);
+  for (int t = 0; t < T; ++t)
+    for (int q = 0; q < P; ++q) {
+      ++seen_time[layout::time_index(t, q)];
+      ++seen_freq[layout::freq_index(t, q)];
+    }
+  CHECK(std::count(seen_time.begin(), seen_time.end(), 1) == n);
+  CHECK(std::count(seen_freq.begin(), seen_freq.end(), 1) == n);
+
+  auto twiddle = [](int e) {
+    const auto w = unit_root(e, n);
+    return cx{real_t(w.re), real_t(w.im)};
+  };
+  // the M-point transforms of item rows k1 across the T threads, in place
+  auto sub_transforms = [](std::vector<array_t<cx, P>>& v, bool inverse) {
+    for (int k1 = 0; k1 < R; ++k1) {
+      array_t<cx, M> line;
+      for (int t = 0; t < T; ++t)
+        for (int m = 0; m < Pm; ++m) line[t + T * m] = v[t][k1 * Pm + m];
+      line = inverse ? fft_t<real_t, M, true>{}(line) : fft_t<real_t, M, false>{}(line);
+      for (int t = 0; t < T; ++t)
+        for (int m = 0; m < Pm; ++m) v[t][k1 * Pm + m] = line[t + T * m];
+    }
+  };
+  const auto r = test::random_reals<real_t>(2 * n, seed);
+  std::vector<cld> xl(n);
+  for (int i = 0; i < n; ++i) xl[i] = cld(r[2 * i], r[2 * i + 1]);
+  std::vector<array_t<cx, P>> v(T);
+  for (int t = 0; t < T; ++t)
+    for (int q = 0; q < P; ++q) {
+      const int j = layout::time_index(t, q);
+      v[t][q] = {r[2 * j], r[2 * j + 1]};
+    }
+  for (int t = 0; t < T; ++t) layout::template forward_odd<real_t>(v[t], t, twiddle);
+  sub_transforms(v, false);
+  const auto ref = test::naive_dft(xl, false);
+  std::vector<cld> got(n);
+  for (int t = 0; t < T; ++t)
+    for (int q = 0; q < P; ++q) got[layout::freq_index(t, q)] = test::to_cld(v[t][q]);
+  const double bound = test::fft_error_bound<real_t>(log2_exact(n));
+  CHECK(test::relative_l2(got, ref) <= bound);
+
+  // inverse of the exact spectrum
+  for (int t = 0; t < T; ++t)
+    for (int q = 0; q < P; ++q) {
+      const cld X = ref[layout::freq_index(t, q)];
+      v[t][q] = {real_t(X.real()), real_t(X.imag())};
+    }
+  sub_transforms(v, true);
+  for (int t = 0; t < T; ++t) layout::template inverse_odd<real_t>(v[t], t, twiddle);
+  std::vector<cld> back(n), expect(n);
+  for (int t = 0; t < T; ++t)
+    for (int q = 0; q < P; ++q) back[layout::time_index(t, q)] = test::to_cld(v[t][q]);
+  for (int i = 0; i < n; ++i) expect[i] = xl[i] * (long double)n;
+  CHECK(test::relative_l2(back, expect) <= bound);
+}
+
+template <typename real_t, int R>
+void check_odd_dft() {
+  const auto seed = test::fresh_seed();
+  INFO("R = " << R << ", seed = " << seed);
+  const auto r = test::random_reals<real_t>(2 * R, seed);
+  array_t<complex_t<real_t>, R> x;
+  std::vector<cld> xl(R);
+  for (int i = 0; i < R; ++i) {
+    x[i] = {r[2 * i], r[2 * i + 1]};
+    xl[i] = cld(r[2 * i], r[2 * i + 1]);
+  }
+  const double bound = test::fft_error_bound<real_t>(3);
+  CHECK(test::relative_l2(as_vector(odd_dft_t<real_t, R, false>{}(x)), test::naive_dft(xl, false)) <= bound);
+  CHECK(test::relative_l2(as_vector(odd_dft_t<real_t, R, true>{}(x)), test::naive_dft(xl, true)) <= bound);
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("odd_dft_t and the mixed-radix step match a long-double DFT", "[fft][thread]", float, double) {
+  check_odd_dft<TestType, 3>();
+  check_odd_dft<TestType, 5>();
+  check_mixed_step<TestType, 3, 16, 2>();   // 48, the strided pass's shape
+  check_mixed_step<TestType, 5, 16, 4>();   // 80
+  check_mixed_step<TestType, 3, 32, 4>();   // 96
+  check_mixed_step<TestType, 5, 32, 8>();   // 160
+  check_mixed_step<TestType, 3, 64, 8>();   // 192
+  check_mixed_step<TestType, 5, 64, 16>();  // 320
+  check_mixed_step<TestType, 5, 16, 1>();   // one thread a column
+  check_mixed_step<TestType, 3, 64, 64>();  // one point a thread
+}
+
+TEST_CASE("mixed lengths: the odd part, the power of two and the compiled set", "[fft][thread]") {
+  CHECK(odd_part(160) == 5);
+  CHECK(pow2_part(160) == 32);
+  CHECK(odd_part(256) == 1);
+  CHECK(is_mixed_length(48));
+  CHECK_FALSE(is_mixed_length(24));  // M < 16
+  CHECK_FALSE(is_mixed_length(112));  // 7 x 16
+  CHECK_FALSE(is_mixed_length(64));
+  for (int n : mixed_lengths) CHECK(is_mixed_length(n));
 }

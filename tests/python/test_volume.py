@@ -145,11 +145,12 @@ def test_convolve3d_cupy_every_mode_boundary_dtype(cp, rng, dtype, boundary, mod
 @pytest.mark.gpu
 @pytest.mark.parametrize("boundary", ["reflect101", "zero", "wrap"])
 def test_convolve3d_cupy_slice_path_and_multipass(cp, rng, boundary):
-    # 40 x 100 x 100 with a 9^3 PSF: the FFT tiles' slice path (32 x 64 x 64 tiles)
+    # 40 x 100 x 100 with a 9^3 PSF: the FFT tiles' slice path (48 x 64 x 64 tiles: one layer of
+    # a mixed-radix depth, 3 x 16)
     x = random_image(rng, (40, 100, 100), "float32")
     k = random_psf(rng, (9, 9, 9))
     plan = gpuconv.Plan3D(x.shape, k, boundary=boundary, device="cuda")
-    assert plan.backend == "cuda" and plan.path == "fused" and plan.tile == (32, 64, 64)
+    assert plan.backend == "cuda" and plan.path == "fused" and plan.tile == (48, 64, 64)
     d = cp.asarray(x)
     s = cp.cuda.Stream(non_blocking=True)
     with s:

@@ -1,0 +1,50 @@
+// Block layer: an n = R * M point complex FFT (R = 3 or 5, M a power of two) of one column
+// spread over T threads, R * M / T values each (fft/thread/mixed_radix.hpp's layout): the
+// R-point DFTs and the W_n twiddles in registers, and R M-point block_fft_t transforms, each
+// through its own exchange buffer of the column's shared memory.
+//
+// Twiddle table: W_{2M}^e (e < 2M, block_fft_t's) followed by W_n^e (e < n);
+// mixed_twiddle_table builds it. The inverse is unnormalised.
+#pragma once
+#include "../thread/mixed_radix.hpp"
+#include "stockham.cuh"
+
+namespace gpuconv::fft {
+
+template <int R, int M, int T, typename twiddle_load = twiddle_load_ro, bool rows_across_warps = false>
+struct block_mixed_fft_t {
+  using layout = mixed_layout<R, M, T>;
+  static constexpr int n = R * M, Pm = M / T, items_per_thread = R * Pm;
+  static constexpr int table_n = 2 * M + n;
+  using value_t = complex_t<float>;
+  using items_t = array_t<value_t, items_per_thread>;
+  template <bool inverse>
+  using sub_t = block_fft_t<M, T, inverse, twiddle_load, rows_across_warps>;
+  // complex values of shared memory one column needs: an exchange buffer per M-point transform
+  static constexpr int sub_shared_elems = sub_t<false>::row_shared_elems;
+  static constexpr int column_shared_elems = R * sub_shared_elems;
+
+  // On entry v[q] = x[time_index(t, q)]; on exit v[q] = X[freq_index(t, q)].
+  static __device__ GPUCONV_INLINE void forward(items_t& v, value_t* column_shared, int t, const value_t* table) {
+    layout::template forward_odd<float>(v, t, [&](int e) { return twiddle_load::load(table + 2 * M + e); });
+    sub_transforms<false>(v, column_shared, t, table);
+  }
+  // On entry v[q] = X[freq_index(t, q)]; on exit v[q] = x[time_index(t, q)] (times n).
+  static __device__ GPUCONV_INLINE void inverse(items_t& v, value_t* column_shared, int t, const value_t* table) {
+    sub_transforms<true>(v, column_shared, t, table);
+    layout::template inverse_odd<float>(v, t, [&](int e) { return twiddle_load::load(table + 2 * M + e); });
+  }
+
+ private:
+  template <bool inverse>
+  static __device__ GPUCONV_INLINE void sub_transforms(items_t& v, value_t* column_shared, int t, const value_t* table) {
+    static_for<R>([&](auto k1) {
+      array_t<value_t, Pm> y;
+      static_for<Pm>([&](auto m) { y[m.value] = v[k1.value * Pm + m.value]; });
+      sub_t<inverse>::run(y, column_shared + k1.value * sub_shared_elems, t, table);
+      static_for<Pm>([&](auto m) { v[k1.value * Pm + m.value] = y[m.value]; });
+    });
+  }
+};
+
+}  // namespace gpuconv::fft
