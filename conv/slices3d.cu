@@ -11,6 +11,8 @@
 #include "fft/kernels/strided_c2c.cuh"
 #include "fft/plan/device_table.hpp"
 #include "fft/plan/dispatch.hpp"
+#include "fft/thread/fft.hpp"
+#include "fft/thread/mixed_radix.hpp"
 #include "fused.hpp"
 #include "fused_tile.cuh"
 
@@ -180,6 +182,25 @@ slice_inverse_kernel(const cf* __restrict__ work, out_t* __restrict__ out, tile_
   });
 }
 
+// The forward transform of one column of a mixed length n = R M in double, in place (natural
+// order in and out): mixed_layout's R-point step, then fft_t on each of the R rows.
+template <int n>
+void mixed_forward_double(fft::complex_t<double>* column, const std::vector<fft::complex_t<double>>& roots) {
+  constexpr int R = fft::odd_part(n), M = n / R;
+  using layout = fft::mixed_layout<R, M, 1>;
+  using cd = fft::complex_t<double>;
+  fft::array_t<cd, n> v;
+  for (int q = 0; q < n; ++q) v[q] = column[layout::time_index(0, q)];
+  layout::template forward_odd<double>(v, 0, [&](int e) { return roots[e]; });
+  for (int k1 = 0; k1 < R; ++k1) {
+    fft::array_t<cd, M> row;
+    for (int m = 0; m < M; ++m) row[m] = v[k1 * M + m];
+    row = fft::fft_t<double, M>{}(row);
+    for (int m = 0; m < M; ++m) v[k1 * M + m] = row[m];
+  }
+  for (int q = 0; q < n; ++q) column[layout::freq_index(0, q)] = v[q];
+}
+
 }  // namespace
 
 std::vector<cf> slice_tiles3d::spectrum(const tiling3d& t, const std::vector<float>& kernel, int kd, int kh, int kw) {
@@ -203,12 +224,12 @@ std::vector<cf> slice_tiles3d::spectrum(const tiling3d& t, const std::vector<flo
   const double scale = 1.0 / (double(D) * plane);
   std::vector<cf> out(plane * D);
   constexpr std::size_t columns = 256;  // (kx, ky) columns a unit
-  // along D: the host FFT for a power of two; for a mixed depth the sum over the kernel's kd
-  // slices (D kd terms a column, W_D^e from a table in double)
-  const bool pow2 = fft::is_pow2(D);
+  // along D: the host FFT for a power of two; for a mixed depth the register step of
+  // fft/thread/mixed_radix.hpp in double, one thread a column (the same transform the pass
+  // along D runs, its twiddles from a table in double)
   std::unique_ptr<fft::host::complex_1d_plan<double>> along_d;
   std::vector<fft::complex_t<double>> roots;
-  if (pow2) {
+  if (fft::is_pow2(D)) {
     along_d = std::make_unique<fft::host::complex_1d_plan<double>>(D);
   } else {
     for (int e = 0; e < D; ++e) roots.push_back(fft::unit_root(e, D));
@@ -216,16 +237,9 @@ std::vector<cf> slice_tiles3d::spectrum(const tiling3d& t, const std::vector<flo
   parallel_units(threads, (long long)((plane + columns - 1) / columns), [&](long long unit) {
     std::vector<fft::complex_t<double>> column(D), scratch(D);
     for (std::size_t e = std::size_t(unit) * columns; e < std::min(plane, std::size_t(unit + 1) * columns); ++e) {
-      if (pow2) {
-        for (int l = 0; l < D; ++l) column[l] = l < kd ? slices[plane * l + e] : fft::complex_t<double>{0, 0};
-        along_d->forward(column.data(), 1, scratch.data());
-      } else {
-        for (int kz = 0; kz < D; ++kz) {
-          fft::complex_t<double> sum{0, 0};
-          for (int l = 0; l < kd; ++l) sum = sum + slices[plane * l + e] * roots[(std::size_t(kz) * l) % D];
-          column[kz] = sum;
-        }
-      }
+      for (int l = 0; l < D; ++l) column[l] = l < kd ? slices[plane * l + e] : fft::complex_t<double>{0, 0};
+      if (along_d) along_d->forward(column.data(), 1, scratch.data());
+      else fft::dispatch_mixed(D, [&](auto n) { mixed_forward_double<decltype(n)::value>(column.data(), roots); });
       for (int kz = 0; kz < D; ++kz) out[plane * kz + e] = {float(column[kz].re * scale), float(column[kz].im * scale)};
     }
   });

@@ -12,12 +12,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <type_traits>
 
 #include "conv/method.hpp"
 #include "conv/plan3d.hpp"
 #include "conv/reference3d.hpp"
+#include "conv/slices3d.hpp"
 #include "fft/device/buffer.hpp"
 #include "fft/device/cuda_check.hpp"
 #include "support/reference.hpp"
@@ -550,6 +552,35 @@ TEST_CASE("the slice path's tiles take mixed depths where they hug the volume", 
   CHECK(slice_path_depth(160));
   CHECK_FALSE(slice_path_depth(144));  // 9 x 16: not compiled
   CHECK_FALSE(slice_path_depth(512));
+}
+
+TEST_CASE("the slice path's kernel spectrum along a mixed depth equals the direct sum", "[conv][3d]") {
+  // K(kz, kx, ky) = sum k(l, i, j) W_D^(kz l) W_T^(ky i + kx j) / (D T^2), stored [kz][kx][ky]
+  const int kd = 5, kh = 4, kw = 3, T = 32;
+  const auto k = test::random_reals<float>(std::size_t(kd) * kh * kw, 17);
+  for (int D : {64, 48, 80, 96, 160, 192, 320}) {
+    INFO("depth " << D);
+    const tiling3d t{D, T, T, D - kd + 1, T - kh + 1, T - kw + 1, 1, 1, 1};
+    const auto got = slice_tiles3d::spectrum(t, k, kd, kh, kw);
+    REQUIRE(got.size() == std::size_t(D) * T * T);
+    double num = 0, den = 0;
+    for (int kz = 0; kz < D; kz += (D > 100 ? 7 : 3))
+      for (int kx = 0; kx < T; kx += 5)
+        for (int ky = 0; ky < T; ky += 3) {
+          std::complex<double> want = 0;
+          for (int l = 0; l < kd; ++l)
+            for (int i = 0; i < kh; ++i)
+              for (int j = 0; j < kw; ++j) {
+                const double a = -2 * M_PI * (double(kz * l) / D + double(ky * i + kx * j) / T);
+                want += double(k[(std::size_t(l) * kh + i) * kw + j]) * std::complex<double>(std::cos(a), std::sin(a));
+              }
+          want /= double(D) * T * T;
+          const auto g = got[(std::size_t(kz) * T + kx) * T + ky];
+          num += std::norm(std::complex<double>(g.re, g.im) - want);
+          den += std::norm(want);
+        }
+    CHECK(std::sqrt(num / den) <= 1e-6);
+  }
 }
 
 TEST_CASE("plan3d CUDA path's tile maps and bands, emulated on the host", "[conv][3d]") {
