@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <cufft.h>
@@ -180,9 +181,10 @@ void passes_table(int d, int h, int w, const device_buffer<float>& x, const opti
 // tiles of ~2^26 values, for the power-of-two and the mixed tile depths, with C columns a block
 // and P values a thread: ps a value and the share of a copy's rate (a read and a write of
 // every value), the error against the first variant of the same depth.
-template <int n, int C, int P>
+template <int n, int C, int P, bool late = true>
 void depth_variant(double& first_ms, std::vector<float>& first_out, const options& opt, cudaStream_t stream) {
-  using policy = fft::strided_c2c_policy<n, C, P>;
+  using policy =
+      fft::strided_c2c_policy<n, C, P, std::conditional_t<late, fft::twiddle_load_late, fft::twiddle_load_ro>>;
   constexpr long long inner = 128 * 128;
   const long long pairs = std::max<long long>(1, (1LL << 26) / (n * inner)), columns = pairs * inner;
   const std::size_t count = std::size_t(columns) * n;
@@ -215,38 +217,38 @@ void depth_variant(double& first_ms, std::vector<float>& first_out, const option
   const double copy_ms = median_ms(
       [&](cudaStream_t st) { GPUCONV_CUDA(cudaMemcpyAsync(copy_to.data(), start.data(), count * 8, cudaMemcpyDeviceToDevice, st)); },
       opt.warmup, opt.reps, stream);
-  std::printf("  %5d %8d %6d %7d %9.3f %9.2f %6.1f%% %9.1e\n", n, C, P, policy::block_threads, ms,
+  std::printf("  %5d %8d %6d %7d %5s %9.3f %9.2f %6.1f%% %9.1e\n", n, C, P, policy::block_threads,
+              policy::radix > 1 ? (late ? "late" : "ro") : "-", ms,
               ms * 1e9 / double(count), 100 * copy_ms / ms, std::sqrt(num / std::max(den, 1e-300)));
 }
 
+template <int C, int P, bool late_ = true>
+struct shape {
+  static constexpr int c = C, p = P;
+  static constexpr bool late = late_;
+};
+
 void depth_passes_table(const options& opt, cudaStream_t stream) {
   std::printf("the slice path's pass along D (convolve, slices from 30 on stored), [pairs][n][128^2] tiles\n");
-  std::printf("  %5s %8s %6s %7s %9s %9s %7s %9s\n", "n", "columns", "items", "threads", "ms", "ps/value", "%copy",
-              "rel diff");
+  std::printf("  %5s %8s %6s %7s %5s %9s %9s %7s %9s\n", "n", "columns", "items", "threads", "W_n", "ms", "ps/value",
+              "%copy", "rel diff");
+  // a shape: (columns, items, late W_n loads)
   auto depth = [&](auto len, auto... shapes) {
     double ms = 0;
     std::vector<float> out;
-    (depth_variant<decltype(len)::value, decltype(shapes)::first_type::value, decltype(shapes)::second_type::value>(
-         ms, out, opt, stream),
+    (depth_variant<decltype(len)::value, decltype(shapes)::c, decltype(shapes)::p, decltype(shapes)::late>(ms, out, opt,
+                                                                                                           stream),
      ...);
   };
   using std::integral_constant;
-  using std::pair;
-  depth(integral_constant<int, 64>{}, pair<integral_constant<int, 64>, integral_constant<int, 16>>{});
-  depth(integral_constant<int, 128>{}, pair<integral_constant<int, 32>, integral_constant<int, 16>>{});
-  depth(integral_constant<int, 256>{}, pair<integral_constant<int, 16>, integral_constant<int, 16>>{});
-  depth(integral_constant<int, 80>{}, pair<integral_constant<int, 32>, integral_constant<int, 20>>{},
-        pair<integral_constant<int, 32>, integral_constant<int, 10>>{});
-  depth(integral_constant<int, 96>{}, pair<integral_constant<int, 32>, integral_constant<int, 24>>{},
-        pair<integral_constant<int, 32>, integral_constant<int, 12>>{});
-  depth(integral_constant<int, 160>{}, pair<integral_constant<int, 16>, integral_constant<int, 20>>{},
-        pair<integral_constant<int, 16>, integral_constant<int, 10>>{},
-        pair<integral_constant<int, 32>, integral_constant<int, 10>>{});
-  depth(integral_constant<int, 192>{}, pair<integral_constant<int, 16>, integral_constant<int, 24>>{},
-        pair<integral_constant<int, 16>, integral_constant<int, 12>>{},
-        pair<integral_constant<int, 32>, integral_constant<int, 12>>{});
-  depth(integral_constant<int, 320>{}, pair<integral_constant<int, 16>, integral_constant<int, 20>>{},
-        pair<integral_constant<int, 16>, integral_constant<int, 10>>{});
+  depth(integral_constant<int, 64>{}, shape<64, 16>{});
+  depth(integral_constant<int, 128>{}, shape<32, 16>{});
+  depth(integral_constant<int, 256>{}, shape<16, 16>{});
+  depth(integral_constant<int, 80>{}, shape<32, 20>{}, shape<32, 10>{});
+  depth(integral_constant<int, 96>{}, shape<32, 24>{}, shape<32, 12>{});
+  depth(integral_constant<int, 160>{}, shape<32, 20>{}, shape<16, 20>{}, shape<32, 20, false>{});
+  depth(integral_constant<int, 192>{}, shape<32, 24>{}, shape<16, 12>{}, shape<32, 24, false>{});
+  depth(integral_constant<int, 320>{}, shape<16, 20>{}, shape<32, 20>{}, shape<16, 20, false>{});
   std::printf("\n");
 }
 

@@ -34,22 +34,20 @@ namespace gpuconv::fft {
 // Up to n = 128: 4096 complex values a block (~35 KB of exchange buffers; at 128^3 every shape
 // of 16 columns or more is within a few percent). Register-only columns (n <= 16): 128 a block.
 // Beyond 1024 (not measured): 4096 values a block, 32 a thread.
-// Mixed lengths: about 4096 values a block, 16..64 columns; 20 values a thread for R = 5 (4
-// points of 5), for R = 3 24 (8 points of 3) up to M = 32 and 12 beyond. Measured on the H100
-// (`gpuconv-bench fft3d --passes`: the slice path's pass along D, ps a value, % of copy):
-//   n = 80: P=20 6.09 (88%), P=10 9.61; 96: P=24 6.71 (80%), P=12 7.53; 160: P=20 8.74 (61%),
-//   P=10 9.66; 192: P=24 15.6 (34%: 176 registers), P=12 8.58 (63%); 320: P=20 8.69 (62%),
-//   P=10 12.2; the powers of two 64 / 128 / 256: 5.97 / 7.07 / 7.91 (91% / 77% / 68%).
+// Mixed lengths: 32 columns a block up to n = 192 and 16 beyond; 20 values a thread for R = 5
+// (4 points of 5), 24 for R = 3 (8 points of 3); the W_n twiddles loaded late. Measured on the
+// H100 (`gpuconv-bench fft3d --passes`: the slice path's pass along D, ps a value, C/P):
+//   n = 80: 32/20 6.07 (88% of copy), 32/10 9.58; 96: 32/24 6.70 (81%), 32/12 7.52;
+//   160: 32/20 7.89 (68%), 16/20 8.74, 16/10 9.66; 192: 32/24 7.97 (68%), 16/12 8.55, 32/12
+//   8.82, 16/24 15.7 (34%); 320: 16/20 8.42 (64%; 8.67 with the twiddles read early), 32/20
+//   8.58, 16/10 12.2; the powers of two 64 / 128 / 256: 5.98 / 7.06 / 7.90 (91% / 77% / 69%).
+//   Loading the twiddles late changed nothing measurable but at 320.
 constexpr int strided_default_columns(int n) {
-  if (!is_pow2(n)) {
-    int c = 16;
-    while (c < 64 && 2 * c * n <= 4096) c *= 2;
-    return c;
-  }
+  if (!is_pow2(n)) return n <= 192 ? 32 : 16;
   return n <= 16 ? 128 : n <= 128 ? 4096 / n : n <= 512 ? 32 : n == 1024 ? 16 : 4096 / n;
 }
 constexpr int strided_default_items(int n) {
-  if (!is_pow2(n)) return odd_part(n) == 5 ? 20 : pow2_part(n) <= 32 ? 24 : 12;
+  if (!is_pow2(n)) return odd_part(n) == 5 ? 20 : 24;
   return n <= 16 ? n : n <= 256 ? 16 : 32;
 }
 // Lengths the strided pass takes: powers of two in [2, 4096]; 3 or 5 times a power of two
@@ -58,8 +56,11 @@ constexpr bool strided_length(long long n) {
   return (is_pow2(n) && n >= 2 && n <= 4096) || (is_mixed_length(n) && pow2_part(n) <= 128);
 }
 
-template <int n_, int columns_ = strided_default_columns(n_), int items_ = strided_default_items(n_)>
+// mixed_twiddles: how a mixed length's W_n twiddles are read (twiddle_load_late or _ro)
+template <int n_, int columns_ = strided_default_columns(n_), int items_ = strided_default_items(n_),
+          typename mixed_twiddles_ = twiddle_load_late>
 struct strided_c2c_policy {
+  using mixed_twiddles = mixed_twiddles_;
   static_assert(strided_length(n_), "strided_c2c_policy: n must be a power of two in [2, 4096] or 3 or 5 times one "
                                     "in [16, 128]");
   static constexpr int n = n_;
@@ -97,7 +98,8 @@ struct strided_column {
 };
 template <typename policy>
 struct strided_column<policy, true> {
-  using block_t = block_mixed_fft_t<policy::radix, policy::m, policy::threads_per_column, twiddle_load_ro, true>;
+  using block_t = block_mixed_fft_t<policy::radix, policy::m, policy::threads_per_column,
+                                    typename policy::mixed_twiddles, true>;
   static __device__ GPUCONV_INLINE int time_index(int t, int q) { return block_t::layout::time_index(t, q); }
   static __device__ GPUCONV_INLINE int freq_index(int t, int q) { return block_t::layout::freq_index(t, q); }
   template <bool inverse, typename V>
