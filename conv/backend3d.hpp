@@ -115,5 +115,8 @@ struct plan3d_access {
 
 std::unique_ptr<plan3d::impl> make_cpu3d_backend(problem3d p);
 std::unique_ptr<plan3d::impl> make_cuda3d_backend(problem3d p);
+// Seconds the CPU backend's direct or FFT method (whichever make_cpu3d_backend takes) is
+// expected to take for one execute of p on `threads` threads (cpu3d.cpp).
+double cpu3d_seconds(const problem3d& p, int threads);
 
 }  // namespace gpuconv::conv

@@ -19,6 +19,13 @@
 
 namespace gpuconv::conv {
 
+// The CPU backend's expected seconds for one execute of a plan3d with these arguments (its
+// method's work at the per-thread rates measured on the H100 host's 16 cores; threads as
+// options.threads, 0: all cores): --device auto's 3D rule compares it with CUDA's start-up.
+// Throws std::invalid_argument as plan3d's constructor does.
+double cpu3d_estimated_seconds(long long depth, long long height, long long width, int volumes, const float* psf,
+                               int kd, int kh, int kw, const plan_options& options = {});
+
 class plan3d {
  public:
   // psf: kd x kh x kw on the host. Throws std::invalid_argument on bad input (empty shapes,

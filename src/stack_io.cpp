@@ -362,6 +362,18 @@ stack_pages read_pages(const fs::path& file, const std::string& role) {
 
 }  // namespace
 
+std::optional<stack_shape> peek_stack_shape(const fs::path& file) {
+  if (!is_tiff_file(file)) return std::nullopt;
+  const tiff_layout layout = walk_tiff(file);
+  if (!layout.problem.empty()) return std::nullopt;
+  const int pages = layout.classic ? layout.pages : tiff_page_count(file);
+  if (pages < 1) return std::nullopt;
+  if (!layout.dirs.empty() && layout.dirs[0].width && layout.dirs[0].height)
+    return stack_shape{pages, (long long)layout.dirs[0].height, (long long)layout.dirs[0].width};
+  if (const auto size = peek_image_size(file)) return stack_shape{pages, (long long)size->height, (long long)size->width};
+  return std::nullopt;
+}
+
 bool stack_reads_raw(const fs::path& file) {
   if (!is_tiff_file(file)) return false;
   const tiff_layout t = walk_tiff(file);

@@ -13,6 +13,7 @@
 //   first page's header and the page count before decoding.
 #pragma once
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,14 @@ bool is_tiff_file(const std::filesystem::path& file);
 // by the end of the file counts, so that a damaged stack is read, and reported, as a stack);
 // BigTIFF: libtiff's count. 0 when it is not a TIFF. Safe on several threads at once.
 int tiff_page_count(const std::filesystem::path& file);
+
+// A stack's D x H x W from its directories (the first page's size, the page count) without
+// reading samples, or nothing where the file does not say (not a TIFF, a damaged chain,
+// BigTIFF without a readable first page): --device auto's 3D rule.
+struct stack_shape {
+  long long depth = 0, height = 0, width = 0;
+};
+std::optional<stack_shape> peek_stack_shape(const std::filesystem::path& file);
 
 // A TIFF with two or more pages: the CLI's 3D path.
 bool is_stack_file(const std::filesystem::path& file);

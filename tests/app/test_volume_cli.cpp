@@ -214,6 +214,27 @@ TEST_CASE("stack CLI: gaussian3d, 2D kernels per slice, --scale/--offset/--depth
   CHECK(test::temp_files_under(dir.path()).empty());
 }
 
+TEST_CASE("stack CLI: --device auto takes the CPU for a small stack and --timing says why", "[app][cli][stack]") {
+  // a stack the CPU backend convolves in well under CUDA's start-up on any machine
+  test::scratch_dir dir;
+  const volume in = make_volume(6, 16, 18, CV_16U, 9);
+  const fs::path in_file = save(dir, "in.tif", in), psf = save(dir, "psf.tif", make_volume(3, 3, 3, CV_32F, 4));
+  const fs::path out = dir / "out.tif", cpu_out = dir / "cpu.tif";
+  auto r = test::run_gpuconv({in_file.string(), psf.string(), out.string(), "--timing"}, dir.path());
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, ContainsSubstring("--device auto picks the CPU (expected: CPU"));
+  REQUIRE(test::run_gpuconv({in_file.string(), psf.string(), cpu_out.string(), "--device", "cpu"}, dir.path()).exit_code == 0);
+  CHECK(test::read_file(out) == test::read_file(cpu_out));
+  // deconvolve: an iteration counts two convolutions, still the CPU here
+  r = test::run_gpuconv({"deconvolve", in_file.string(), psf.string(), out.string(), "-n", "3", "--timing"}, dir.path());
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, ContainsSubstring("--device auto picks the CPU (expected: CPU"));
+  // a named device: no rule, no line
+  r = test::run_gpuconv({in_file.string(), psf.string(), out.string(), "--device", "cpu", "--timing"}, dir.path());
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, !ContainsSubstring("--device auto"));
+}
+
 TEST_CASE("stack CLI: bad stacks, PSFs and outputs give the documented exit codes", "[app][cli][stack]") {
   test::scratch_dir dir;
   const volume in = make_volume(4, 12, 10, CV_8U, 1);

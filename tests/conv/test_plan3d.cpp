@@ -263,6 +263,34 @@ TEST_CASE("plan3d separable forced on a kernel that is not rank-1 is refused, na
   CHECK(plan3d(6, 6, 6, 1, r.data(), 3, 3, 3, po).method() == cpu_method::direct);
 }
 
+TEST_CASE("cpu3d_estimated_seconds: the CPU backend's expected time for --device auto", "[conv][3d]") {
+  // a general 31^3 PSF on 128 x 512^2 with 16 threads: fitted to 0.17 s of tiles + 0.02 s
+  // (H100 host, session 35); one thread: 16 rounds where 16 threads take one
+  const auto k = test::random_reals<float>(31 * 31 * 31, 3);
+  plan_options o;
+  o.threads = 16;
+  const double t16 = cpu3d_estimated_seconds(128, 512, 512, 1, k.data(), 31, 31, 31, o);
+  CHECK(t16 > 0.1);
+  CHECK(t16 < 0.4);
+  o.threads = 1;
+  CHECK(cpu3d_estimated_seconds(128, 512, 512, 1, k.data(), 31, 31, 31, o) > 10 * t16);
+  o.threads = 16;
+  CHECK(cpu3d_estimated_seconds(256, 512, 512, 1, k.data(), 31, 31, 31, o) > 1.5 * t16);
+  CHECK(cpu3d_estimated_seconds(128, 512, 512, 2, k.data(), 31, 31, 31, o) > 1.5 * t16);
+  // a rank-1 kernel: the separable method's rate per voxel
+  std::vector<float> g(5 * 5 * 5);
+  for (int z = 0; z < 5; ++z)
+    for (int y = 0; y < 5; ++y)
+      for (int x = 0; x < 5; ++x) g[(z * 5 + y) * 5 + x] = float((1 + z) * (2 + y % 3) * (3 - x % 2));
+  const double sep = cpu3d_estimated_seconds(128, 512, 512, 1, g.data(), 5, 5, 5, o);
+  CHECK(std::abs(sep - 128.0 * 512 * 512 * 80e-9 / 16) <= 1e-12);
+  // the constructor's checks
+  options v;
+  v.mode = output_mode::valid;
+  o.semantics = v;
+  CHECK_THROWS_AS(cpu3d_estimated_seconds(8, 8, 8, 1, k.data(), 31, 31, 31, o), std::invalid_argument);
+}
+
 TEST_CASE("plan3d rejects bad shapes and kernels with the offending value", "[conv][3d]") {
   const std::vector<float> k(27, 1.f);
   CHECK_THROWS_AS(plan3d(0, 4, 4, 1, k.data(), 3, 3, 3), std::invalid_argument);
