@@ -1,4 +1,4 @@
-// Batched 1D complex FFTs along the middle axis of [outer][n][inner] arrays,
+// Kernel layer: batched 1D complex FFTs along the middle axis of [outer][n][inner] arrays,
 // without transposes: the column pass of the 3D transform (along H with inner = W/2+1, along
 // D with inner = H*(W/2+1)), and the 3D slice path's pass along D. A block takes
 // `columns_per_block` consecutive columns (the columns are numbered across `outer`, so no
