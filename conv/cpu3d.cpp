@@ -206,6 +206,12 @@ bool direct_is_cheaper(const problem3d& p) {
   return direct <= fft;
 }
 
+// The method make_cpu3d_backend takes: direct when forced, or automatic and cheaper.
+bool takes_direct(const problem3d& p) {
+  const cpu_method m = p.options.cpu;
+  return m == cpu_method::direct || (m != cpu_method::fft && direct_is_cheaper(p));
+}
+
 // A thread's time per unit of the work counts above (a direct multiply-add / 6, or a tile voxel x
 // (log2 voxels + 8)) with 16 threads busy on the H100 host (16 vCPUs): 0.50-0.95 ns over 12
 // stacks of 32 x 256^2 .. 256 x 512^2 with 15^3 and 31^3 PSFs (session 35,
@@ -219,9 +225,7 @@ constexpr double cpu3d_fft_setup_s = 0.02;
 double cpu3d_seconds(const problem3d& p, int threads) {
   threads = std::max(1, threads);
   auto rounds = [&](long long units) { return double((units + threads - 1) / threads); };
-  const cpu_method m = p.options.cpu;
-  if (m == cpu_method::direct || (m != cpu_method::fft && direct_is_cheaper(p))) {
-    // one output slice a unit of work
+  if (takes_direct(p)) {  // one output slice a unit of work
     const double slice = double(p.geo.out_h) * double(p.geo.out_w) * p.kd * p.kh * p.kw / 6;
     return rounds((long long)p.volumes * p.geo.out_d) * slice * cpu3d_ns_per_unit * 1e-9;
   }
@@ -232,9 +236,7 @@ double cpu3d_seconds(const problem3d& p, int threads) {
 
 std::unique_ptr<plan3d::impl> make_cpu3d_backend(problem3d p) {
   // p.tiles: at most cpu_max_tile_side_3d a side (plan3d.cpp)
-  const cpu_method m = p.options.cpu;
-  if (m == cpu_method::direct || (m != cpu_method::fft && direct_is_cheaper(p)))
-    return std::make_unique<cpu3d_direct>(std::move(p));
+  if (takes_direct(p)) return std::make_unique<cpu3d_direct>(std::move(p));
   return std::make_unique<cpu3d_fft>(std::move(p));
 }
 

@@ -32,19 +32,25 @@ problem3d make_problem3d(long long depth, long long height, long long width, int
                    effective_kernel3d(psf, kd, kh, kw, o.semantics.op), kd, kh, kw, o};
 }
 
+// Whether the separable method is forced, and whether it is the automatic choice's to make.
+bool separable_forced(const plan_options& o, bool cpu) {
+  return cpu ? o.cpu == cpu_method::separable : o.path == cuda_path::separable;
+}
+bool separable_considered(const plan_options& o, bool cpu) {
+  return separable_forced(o, cpu) ||
+         (cpu ? o.cpu == cpu_method::automatic : (o.path == cuda_path::automatic && o.tile == 0));
+}
+
 // The method: separable for a rank-1 kernel (method.hpp: factor_rank1_3d; three passes of
 // Kw + Kh + Kd taps a voxel, cheaper than the direct sum's Kd Kh Kw and the FFT tiles'
 // transforms at every size) unless another one is forced: plan_options::cpu on the CPU
 // backend, plan_options::path on CUDA (separable forces it; any other path, or a forced tile,
 // the FFT tiles). Separable forced on a kernel that is not rank-1 throws.
 std::unique_ptr<plan3d::impl> make_backend(problem3d p, bool cpu) {
-  const plan_options& o = p.options;
-  const bool forced = cpu ? o.cpu == cpu_method::separable : o.path == cuda_path::separable;
-  const bool automatic = cpu ? o.cpu == cpu_method::automatic : (o.path == cuda_path::automatic && o.tile == 0);
-  if (forced || automatic) {
+  if (separable_considered(p.options, cpu)) {
     rank1_3d_factors f = factor_rank1_3d(p.kernel.data(), p.kd, p.kh, p.kw);
     if (f.found()) return cpu ? make_cpu3d_separable(std::move(p), std::move(f)) : make_cuda3d_separable(std::move(p), std::move(f));
-    if (forced)
+    if (separable_forced(p.options, cpu))
       throw std::invalid_argument("conv::plan3d: the separable method needs a rank-1 kernel (a product of 1D kernels); the " +
                                   std::to_string(p.kd) + " x " + std::to_string(p.kh) + " x " + std::to_string(p.kw) +
                                   " kernel is not");
@@ -64,8 +70,7 @@ double cpu3d_estimated_seconds(long long depth, long long height, long long widt
   const problem3d p = make_problem3d(depth, height, width, volumes, psf, kd, kh, kw, options, true);
   const int threads =
       options.threads > 0 ? options.threads : (int)std::max(1u, std::thread::hardware_concurrency());
-  if (options.cpu != cpu_method::direct && options.cpu != cpu_method::fft &&
-      factor_rank1_3d(p.kernel.data(), p.kd, p.kh, p.kw).found())
+  if (separable_considered(options, true) && factor_rank1_3d(p.kernel.data(), p.kd, p.kh, p.kw).found())
     return double(volumes) * double(depth) * double(height) * double(width) * cpu3d_separable_ns_per_voxel * 1e-9 /
            threads;
   return cpu3d_seconds(p, threads);

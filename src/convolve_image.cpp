@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "conv/cpu_pool.hpp"
+#include "cuda_startup.hpp"
 #include "errors.hpp"
 #include "fft/device/cuda_check.hpp"
 #include "gpu_convolver.hpp"
@@ -624,7 +625,7 @@ bool cpu_before_cuda_starts(long long height, long long width, const kernel& k, 
   const double price_ns = conv::choose_cpu_method(k.values, 1, k.height, k.width, height, width).ns_per_pixel;
   const double effective = threads <= 2 ? threads : 2 + 0.4 * (threads - 2);
   const double cpu_s = pixels * (price_ns * 2 / effective + 2.0) * 1e-9;
-  const double cuda_s = 0.25 + pixels * 1.0e-9;
+  const double cuda_s = cuda_command_overhead_s + pixels * 1.0e-9;
   return cpu_s < cuda_s;
 }
 

@@ -10,6 +10,12 @@
 
 namespace gpuconv::app {
 
+// What CUDA costs a one-shot command beyond what its reads hide - the start-up's wait, the
+// plan's set-up and the context's teardown at exit - on the H100 host (0.16-0.32 s): the
+// --device auto rules (cpu_before_cuda_starts, the stack commands' choose_stack_device) weigh
+// the CPU backend's expected time against it.
+constexpr double cuda_command_overhead_s = 0.25;
+
 class cuda_startup {
  public:
   cuda_startup() = default;

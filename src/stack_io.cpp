@@ -290,13 +290,18 @@ std::optional<stored_volume> read_raw_pages(const fs::path& file, const tiff_lay
   return v;
 }
 
+// The page count of a walked file: the classic chain's (walked already), else libtiff's.
+int page_count(const tiff_layout& layout, const fs::path& file) {
+  return layout.classic ? layout.pages : tiff_page_count(file);
+}
+
 stack_pages read_pages(const fs::path& file, const std::string& role) {
   const std::string name = role;
   check_before_decoding(file, name);
   if (!is_tiff_file(file)) throw input_error(name + ": not a TIFF file (stacks are multi-page TIFFs)");
   const tiff_layout layout = walk_tiff(file);
   if (!layout.problem.empty()) throw input_error(name + ": truncated or corrupt (" + layout.problem + ")");
-  const int pages = layout.classic ? layout.pages : tiff_page_count(file);  // (the classic chain is walked already)
+  const int pages = page_count(layout, file);
   if (pages < 1) throw input_error(name + ": cannot be read or decoded (no readable TIFF directory)");
   if (const auto size = peek_image_size(file);
       size && double(size->width) * double(size->height) * pages > double(max_image_pixels()))
@@ -366,7 +371,7 @@ std::optional<stack_shape> peek_stack_shape(const fs::path& file) {
   if (!is_tiff_file(file)) return std::nullopt;
   const tiff_layout layout = walk_tiff(file);
   if (!layout.problem.empty()) return std::nullopt;
-  const int pages = layout.classic ? layout.pages : tiff_page_count(file);
+  const int pages = page_count(layout, file);
   if (pages < 1) return std::nullopt;
   if (!layout.dirs.empty() && layout.dirs[0].width && layout.dirs[0].height)
     return stack_shape{pages, (long long)layout.dirs[0].height, (long long)layout.dirs[0].width};

@@ -81,14 +81,22 @@ bool narrow_route(const cli_options& o, const kernel& k, int cv_depth) {
   return sum <= 1 + 1e-6;
 }
 
+// CUDA's start-up on its own thread (cuda_startup.hpp) while the command reads the kernel and
+// the stack: at once for --device cuda; under --device auto once choose_stack_device has
+// decided (and not when it took the CPU); never for --device cpu.
+void start_cuda(const cli_options& o, cuda_startup& init) {
+  if (o.settings.device == conv::backend::cuda) init.start();
+}
+
 // --device auto on a stack: the CPU backend where it is expected to finish the command's
 // `convolutions` before CUDA would: conv::cpu3d_estimated_seconds against CUDA's start-up, plan
-// and exit (~0.25 s beyond what the reads hide), its copies and first convolution (~1.3 ns a
+// and exit (cuda_command_overhead_s), its copies and first convolution (~1.3 ns a
 // voxel) and each further convolution on the device (~0.1 ns a voxel: deconvolve's iterations),
 // all measured on the H100 host (16 cores, docs/benchmarks.md, session 35). A
 // stack whose size its header does not give, or a kernel the plan will refuse, keeps CUDA
-// (the plan then reports the error as before). Sets o.settings.device; --timing shows the figures.
-void choose_stack_device(cli_options& o, const kernel& k, int convolutions, stage_timer& timer) {
+// (the plan then reports the error as before). Sets o.settings.device, then starts CUDA where it
+// is kept; --timing shows the figures.
+void choose_stack_device(cli_options& o, const kernel& k, int convolutions, cuda_startup& init, stage_timer& timer) {
   if (o.settings.device != conv::backend::automatic) return;
   std::string note = "picks CUDA (the stack's size unknown)";
   if (const auto shape = peek_stack_shape(o.input)) {
@@ -99,7 +107,7 @@ void choose_stack_device(cli_options& o, const kernel& k, int convolutions, stag
       const double cpu_s = convolutions * conv::cpu3d_estimated_seconds(shape->depth, shape->height, shape->width, 1,
                                                                         k.values.data(), k.depth, k.height, k.width, p);
       const double voxels = double(shape->depth) * double(shape->height) * double(shape->width);
-      const double cuda_s = 0.25 + voxels * 1.3e-9 + (convolutions - 1) * voxels * 0.1e-9;
+      const double cuda_s = cuda_command_overhead_s + voxels * 1.3e-9 + (convolutions - 1) * voxels * 0.1e-9;
       if (cpu_s < cuda_s) o.settings.device = conv::backend::cpu;
       char text[128];
       std::snprintf(text, sizeof text, "picks %s (expected: CPU %.3f s, CUDA %.3f s)",
@@ -110,11 +118,6 @@ void choose_stack_device(cli_options& o, const kernel& k, int convolutions, stag
     }
   }
   timer.mark("device", "--device auto " + note);
-}
-
-// CUDA's start-up on its own thread (cuda_startup.hpp) while the command reads the kernel and
-// the stack, unless --device cpu.
-void start_cuda(const cli_options& o, cuda_startup& init) {
   if (o.settings.device != conv::backend::cpu) init.start();
 }
 
@@ -173,16 +176,11 @@ int run_stack_convolve(const cli_options& given, stage_timer& timer, std::ostrea
   check_stack_paths(given);
   cli_options o = given;
   cuda_startup init;
-  // --device auto decides from the kernel and the stack's size first (choose_stack_device)
-  const bool decide = o.settings.device == conv::backend::automatic;
-  if (!decide) start_cuda(o, init);
+  start_cuda(o, init);
   kernel k = resolve_volume_kernel(o.kernel);
   if (o.normalize) normalize(k);
   timer.mark("kernel", k.source);
-  if (decide) {
-    choose_stack_device(o, k, 1, timer);
-    start_cuda(o, init);
-  }
+  choose_stack_device(o, k, 1, init, timer);
   volume in;
   {
     stored_volume raw = read_stack_stored(o.input, "input '" + o.input + "'");
@@ -210,8 +208,7 @@ int run_deconvolve(const cli_options& given, std::ostream& err) {
   check_stack_paths(given);
   cli_options o = given;
   cuda_startup init;
-  const bool decide = o.settings.device == conv::backend::automatic;  // as run_stack_convolve
-  if (!decide) start_cuda(o, init);
+  start_cuda(o, init);
   kernel k = resolve_volume_kernel(o.kernel);
   long long negative = 0;
   for (float& v : k.values)
@@ -222,11 +219,8 @@ int run_deconvolve(const cli_options& given, std::ostream& err) {
   if (negative && !o.quiet) err << "gpuconv: " << k.source << ": " << negative << " negative values set to 0\n";
   if (!(k.sum() > 0)) throw input_error(k.source + ": no positive value; a PSF must sum to more than 0");
   timer.mark("kernel", k.source);
-  if (decide) {
-    // an iteration: two convolutions (the estimate of the plan's one, the PSF as given)
-    choose_stack_device(o, k, 2 * std::max(1, o.deconvolve.iterations), timer);
-    start_cuda(o, init);
-  }
+  // an iteration: two convolutions (the estimate of the plan's one, the PSF as given)
+  choose_stack_device(o, k, 2 * std::max(1, o.deconvolve.iterations), init, timer);
   const volume in = read_stack(o.input, "input '" + o.input + "'");
   timer.mark("read", shape_text(in.width, in.height, in.depth) + ", as float");
   conv::deconvolve_options d;
