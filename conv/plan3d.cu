@@ -24,6 +24,7 @@
 #include "backend3d.hpp"
 #include "device_scope.hpp"
 #include "fft/device/buffer.hpp"
+#include "fft/plan/dispatch.hpp"
 #include "fft/plan/real_3d_plan.hpp"
 #include "host_staging.hpp"
 #include "pixel.cuh"
@@ -104,7 +105,7 @@ class cuda3d_backend final : public plan3d::impl {
     };
     if (prob.options.path == cuda_path::fused && !slice_tiles3d::supports(t))
       throw std::invalid_argument("conv::plan3d: the slice path (path fused) needs square slices of 32, 64 or 128 and a "
-                                  "tile depth of 16..256 or 48, 80, 96, 160, 192, 320; the tiles are " + tiles);
+                                  "tile depth of 16..256 or " + fft::mixed_lengths_text() + "; the tiles are " + tiles);
     if (slice_tiles3d::supports(t) && prob.options.path != cuda_path::multipass) {
       const long long per_pair = slice_tiles3d::pair_bytes(t), pairs = (total + 1) / 2;
       check_cap(per_pair, "tile pair");

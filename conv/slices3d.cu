@@ -207,7 +207,7 @@ std::vector<cf> slice_tiles3d::spectrum(const tiling3d& t, const std::vector<flo
   if (!supports(t))
     throw std::invalid_argument("slice_tiles3d: tiles of " + std::to_string(t.tile_d) + " x " + std::to_string(t.tile_h) +
                                 " x " + std::to_string(t.tile_w) +
-                                " (square slices of 32, 64 or 128; a depth of 16..256 or 48, 80, 96, 160, 192, 320)");
+                                " (square slices of 32, 64 or 128; a depth of 16..256 or " + fft::mixed_lengths_text() + ")");
   if (kd > t.tile_d || kh > t.tile_h || kw > t.tile_w || kernel.size() != std::size_t(kd) * kh * kw)
     throw std::invalid_argument("slice_tiles3d: the kernel does not fit the tile");
   const int T = t.tile_h, D = t.tile_d;

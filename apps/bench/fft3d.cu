@@ -181,45 +181,60 @@ void passes_table(int d, int h, int w, const device_buffer<float>& x, const opti
 // tiles of ~2^26 values, for the power-of-two and the mixed tile depths, with C columns a block
 // and P values a thread: ps a value and the share of a copy's rate (a read and a write of
 // every value), the error against the first variant of the same depth.
+
+// One depth's data, shared by its variants: the input, the spectrum, the work buffer, the first
+// variant's result, and a copy's time over the same bytes.
+struct depth_data {
+  static constexpr long long inner = 128 * 128;
+  long long columns;
+  std::size_t count;  // complex values
+  device_buffer<float> start, spectrum, want;
+  device_buffer<fft::complex_t<float>> work;
+  double copy_ms = 0;
+  bool have_want = false;
+  depth_data(int n, const options& opt, cudaStream_t stream)
+      : columns(std::max<long long>(1, (1LL << 26) / (n * inner)) * inner),
+        count(std::size_t(columns) * n),
+        start(count * 2),
+        spectrum(std::size_t(n) * inner * 2),
+        want(count * 2),
+        work(count) {
+    fill_random(start.data(), count * 2, 7 + n, stream);
+    fill_random(spectrum.data(), std::size_t(n) * inner * 2, 11 + n, stream);
+    copy_ms = median_ms(
+        [&](cudaStream_t s) { GPUCONV_CUDA(cudaMemcpyAsync(want.data(), start.data(), count * 8, cudaMemcpyDeviceToDevice, s)); },
+        opt.warmup, opt.reps, stream);
+  }
+};
+
 template <int n, int C, int P, bool late = true>
-void depth_variant(double& first_ms, std::vector<float>& first_out, const options& opt, cudaStream_t stream) {
+void depth_variant(depth_data& d, const options& opt, cudaStream_t stream) {
   using policy =
       fft::strided_c2c_policy<n, C, P, std::conditional_t<late, fft::twiddle_load_late, fft::twiddle_load_ro>>;
-  constexpr long long inner = 128 * 128;
-  const long long pairs = std::max<long long>(1, (1LL << 26) / (n * inner)), columns = pairs * inner;
-  const std::size_t count = std::size_t(columns) * n;
-  device_buffer<float> start(count * 2), spectrum(std::size_t(n) * inner * 2);
-  device_buffer<fft::complex_t<float>> work(count);
-  fill_random(start.data(), (long long)count * 2, 7 + n, stream);
-  fill_random(spectrum.data(), (long long)n * inner * 2, 11 + n, stream);
   const auto table = fft::device_column_table(n);
-  const unsigned grid = fft::strided_grid<n, policy>(columns, fft::current_device_sms());
-  const fft::strided_multiply op{reinterpret_cast<const fft::complex_t<float>*>(spectrum.data()), 30};
-  auto restore = [&] { GPUCONV_CUDA(cudaMemcpyAsync(work.data(), start.data(), count * 8, cudaMemcpyDeviceToDevice, stream)); };
+  const unsigned grid = fft::strided_grid<n, policy>(d.columns, fft::current_device_sms());
+  const fft::strided_multiply op{reinterpret_cast<const fft::complex_t<float>*>(d.spectrum.data()), 30};
+  auto restore = [&] {
+    GPUCONV_CUDA(cudaMemcpyAsync(d.work.data(), d.start.data(), d.count * 8, cudaMemcpyDeviceToDevice, stream));
+  };
   auto run = [&](cudaStream_t s) {
-    fft::launch_c2c_strided<n, false, fft::strided_multiply, policy>(work.data(), work.data(), columns, inner, grid,
-                                                                      table.data(), op, s);
+    fft::launch_c2c_strided<n, false, fft::strided_multiply, policy>(d.work.data(), d.work.data(), d.columns,
+                                                                      depth_data::inner, grid, table.data(), op, s);
   };
   restore();
   run(stream);
-  std::vector<float> out(count * 2);
-  GPUCONV_CUDA(cudaMemcpyAsync(out.data(), work.data(), count * 8, cudaMemcpyDeviceToHost, stream));
-  GPUCONV_CUDA(cudaStreamSynchronize(stream));
-  const double ms = median_ms(run, restore, opt.warmup, opt.reps, stream);
-  double num = 0, den = 0;
-  if (first_out.empty()) first_out = out;
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    num += double(out[i] - first_out[i]) * (out[i] - first_out[i]);
-    den += double(first_out[i]) * first_out[i];
+  const auto* got = reinterpret_cast<const float*>(d.work.data());
+  double err = 0;
+  if (d.have_want) {
+    err = relative_l2(got, d.want.data(), d.count * 2, stream);
+  } else {  // the first variant's result is the others' reference
+    GPUCONV_CUDA(cudaMemcpyAsync(d.want.data(), got, d.count * 8, cudaMemcpyDeviceToDevice, stream));
+    d.have_want = true;
   }
-  if (first_ms == 0) first_ms = ms;
-  device_buffer<float> copy_to(count * 2);
-  const double copy_ms = median_ms(
-      [&](cudaStream_t st) { GPUCONV_CUDA(cudaMemcpyAsync(copy_to.data(), start.data(), count * 8, cudaMemcpyDeviceToDevice, st)); },
-      opt.warmup, opt.reps, stream);
+  const double ms = median_ms(run, restore, opt.warmup, opt.reps, stream);
   std::printf("  %5d %8d %6d %7d %5s %9.3f %9.2f %6.1f%% %9.1e\n", n, C, P, policy::block_threads,
-              policy::radix > 1 ? (late ? "late" : "ro") : "-", ms,
-              ms * 1e9 / double(count), 100 * copy_ms / ms, std::sqrt(num / std::max(den, 1e-300)));
+              policy::radix > 1 ? (late ? "late" : "ro") : "-", ms, ms * 1e9 / double(d.count), 100 * d.copy_ms / ms,
+              err);
 }
 
 template <int C, int P, bool late_ = true>
@@ -228,27 +243,26 @@ struct shape {
   static constexpr bool late = late_;
 };
 
+// Every shape of one depth n on the same data.
+template <int n, typename... Shapes>
+void depth_rows(const options& opt, cudaStream_t stream, Shapes...) {
+  depth_data d(n, opt, stream);
+  (depth_variant<n, Shapes::c, Shapes::p, Shapes::late>(d, opt, stream), ...);
+}
+
 void depth_passes_table(const options& opt, cudaStream_t stream) {
   std::printf("the slice path's pass along D (convolve, slices from 30 on stored), [pairs][n][128^2] tiles\n");
   std::printf("  %5s %8s %6s %7s %5s %9s %9s %7s %9s\n", "n", "columns", "items", "threads", "W_n", "ms", "ps/value",
               "%copy", "rel diff");
   // a shape: (columns, items, late W_n loads)
-  auto depth = [&](auto len, auto... shapes) {
-    double ms = 0;
-    std::vector<float> out;
-    (depth_variant<decltype(len)::value, decltype(shapes)::c, decltype(shapes)::p, decltype(shapes)::late>(ms, out, opt,
-                                                                                                           stream),
-     ...);
-  };
-  using std::integral_constant;
-  depth(integral_constant<int, 64>{}, shape<64, 16>{});
-  depth(integral_constant<int, 128>{}, shape<32, 16>{});
-  depth(integral_constant<int, 256>{}, shape<16, 16>{});
-  depth(integral_constant<int, 80>{}, shape<32, 20>{}, shape<32, 10>{});
-  depth(integral_constant<int, 96>{}, shape<32, 24>{}, shape<32, 12>{});
-  depth(integral_constant<int, 160>{}, shape<32, 20>{}, shape<16, 20>{}, shape<32, 20, false>{});
-  depth(integral_constant<int, 192>{}, shape<32, 24>{}, shape<16, 12>{}, shape<32, 24, false>{});
-  depth(integral_constant<int, 320>{}, shape<16, 20>{}, shape<32, 20>{}, shape<16, 20, false>{});
+  depth_rows<64>(opt, stream, shape<64, 16>{});
+  depth_rows<128>(opt, stream, shape<32, 16>{});
+  depth_rows<256>(opt, stream, shape<16, 16>{});
+  depth_rows<80>(opt, stream, shape<32, 20>{}, shape<32, 10>{});
+  depth_rows<96>(opt, stream, shape<32, 24>{}, shape<32, 12>{});
+  depth_rows<160>(opt, stream, shape<32, 20>{}, shape<16, 20>{}, shape<32, 20, false>{});
+  depth_rows<192>(opt, stream, shape<32, 24>{}, shape<16, 12>{}, shape<32, 24, false>{});
+  depth_rows<320>(opt, stream, shape<16, 20>{}, shape<32, 20>{}, shape<16, 20, false>{});
   std::printf("\n");
 }
 

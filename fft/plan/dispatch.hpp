@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 namespace gpuconv::fft {
 
@@ -31,19 +32,26 @@ constexpr bool is_compiled_mixed_length(int n) {
   return false;
 }
 
+// mixed_lengths as a message says them: "48, 80, 96, 160, 192, 320".
+inline std::string mixed_lengths_text() {
+  std::string text;
+  for (int m : mixed_lengths) text += (text.empty() ? "" : ", ") + std::to_string(m);
+  return text;
+}
+
+namespace detail {
+template <typename F, std::size_t... i>
+bool dispatch_mixed_at(int n, F& f, std::index_sequence<i...>) {
+  return ((n == mixed_lengths[i] ? (f(std::integral_constant<int, mixed_lengths[i]>{}), true) : false) || ...);
+}
+}  // namespace detail
+
 // Calls f(std::integral_constant<int, n>) for n in mixed_lengths.
 template <typename F>
 void dispatch_mixed(int n, F&& f) {
-  switch (n) {
-    case 48: f(std::integral_constant<int, 48>{}); return;
-    case 80: f(std::integral_constant<int, 80>{}); return;
-    case 96: f(std::integral_constant<int, 96>{}); return;
-    case 160: f(std::integral_constant<int, 160>{}); return;
-    case 192: f(std::integral_constant<int, 192>{}); return;
-    case 320: f(std::integral_constant<int, 320>{}); return;
-    default: break;
-  }
-  throw std::invalid_argument("unsupported mixed transform length " + std::to_string(n));
+  constexpr std::size_t count = sizeof(mixed_lengths) / sizeof(mixed_lengths[0]);
+  if (!detail::dispatch_mixed_at(n, f, std::make_index_sequence<count>{}))
+    throw std::invalid_argument("unsupported mixed transform length " + std::to_string(n));
 }
 
 // Powers of two from lo, or the mixed lengths.

@@ -34,7 +34,7 @@ long long checked_batch(long long batch) {
 strided_c2c_plan::strided_c2c_plan(int n, long long outer, long long inner) : n_(n), outer_(outer), inner_(inner) {
   if (!((is_pow2(n) && n >= 2 && n <= 4096) || is_compiled_mixed_length(n)))
     throw std::invalid_argument("strided_c2c_plan: length " + std::to_string(n) +
-                                " is neither a power of two in [2, 4096] nor one of 48, 80, 96, 160, 192, 320");
+                                " is neither a power of two in [2, 4096] nor one of " + mixed_lengths_text());
   if (outer < 1 || inner < 1)
     throw std::invalid_argument("strided_c2c_plan: outer " + std::to_string(outer) + " and inner " +
                                 std::to_string(inner) + " must be >= 1");

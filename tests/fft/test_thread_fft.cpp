@@ -257,4 +257,12 @@ TEST_CASE("mixed lengths: the odd part, the power of two and the compiled set", 
   CHECK_FALSE(is_mixed_length(112));  // 7 x 16
   CHECK_FALSE(is_mixed_length(64));
   for (int n : mixed_lengths) CHECK(is_mixed_length(n));
+  // the dispatch reaches each compiled length with its own value, and nothing else
+  for (int n : mixed_lengths) {
+    int got = 0;
+    dispatch_mixed(n, [&](auto len) { got = decltype(len)::value; });
+    CHECK(got == n);
+  }
+  CHECK_THROWS_AS(dispatch_mixed(144, [](auto) {}), std::invalid_argument);
+  CHECK(mixed_lengths_text() == "48, 80, 96, 160, 192, 320");
 }
