@@ -8,8 +8,10 @@
 // and saturated for narrow pixels) as soon as their filtered rows are there: one pass over
 // the image, no band of filtered rows. The row pass (cpu_rows.hpp, row_taps, row_taps16)
 // reads the source rows in place, uint8/uint16 widened in registers; only the outputs at the
-// boundary read extended rows.
+// boundary read extended rows. uint8 images with long kernels run in 16-bit fixed point on
+// hosts with AVX-512 VNNI instead (separable_vnni.hpp, run_fixed below).
 #include "cpu_rows.hpp"
+#include "separable_vnni.hpp"
 
 namespace gpuconv::conv {
 
@@ -19,12 +21,15 @@ class cpu_separable final : public plan::impl {
  public:
   // the units (cpu_rows.hpp) are the plan's: worked out once, not at every call
   cpu_separable(problem p, rank1_factors f)
-      : impl(std::move(p)), f_(std::move(f)), units_(ring_units(prob, prob.kw, prob.kh, prob.map.out_h, 8)) {}
+      : impl(std::move(p)), f_(std::move(f)), fixed_(fixed_bank(f_, prob.kernels, prob.kh, prob.kw)),
+        units_(ring_units(prob, prob.kw, prob.kh, prob.map.out_h, 8)) {}
 
   backend kind() const override { return backend::cpu; }
   cpu_method method() const override { return cpu_method::separable; }
 
   void execute(const void* in, void* out, pixel px) override {
+    if (px == pixel::u8 && !fixed_.empty() && vnni_available())
+      return run_fixed(static_cast<const std::uint8_t*>(in), static_cast<std::uint8_t*>(out));
     with_pixels(in, out, px, [&](auto* i, auto* o) { run(i, o, px); });
   }
 
@@ -126,7 +131,69 @@ class cpu_separable final : public plan::impl {
     });
   }
 
+  // The uint8 passes in fixed point (separable_vnni.hpp), on the same units as run(): each
+  // source row widened to int16 with the boundary applied (extend_row's values), filtered into
+  // one of two int16 rows, and each consecutive two interleaved into a ring of pair rows, from
+  // which the column pass sums up to column_block output rows a call. Pair row q needs filtered
+  // row q + 1: a band whose kernel has an odd height filters one row past its last tap.
+  void run_fixed(const std::uint8_t* in, std::uint8_t* out) const {
+    const problem& p = prob;
+    const int kh = p.kh, kw = p.kw, mc = (kh + 1) / 2;
+    const row_units& units = units_;
+    const auto outside = std::int16_t(outside_value(p, pixel::u8));
+    const boundary b = p.options.semantics.border;
+    parallel_units(cpu_threads(p), p.planes * units.per_plane(), [&](long long u) {
+      const auto [plane, y0, y1, x0, n] = units.at(u);
+      const long long w = vnni_width(n), span = n + kw - 1;
+      thread_local std::vector<std::int16_t> ext, filtered;
+      thread_local std::vector<std::int32_t> ring;
+      thread_local std::vector<const std::int32_t*> rows;
+      ext.assign((std::size_t)vnni_ext_length(n, kw), 0);
+      filtered.resize((std::size_t)(2 * w));
+      const int ring_rows = column_block + 2 * mc;  // a column call reads count + 2 (mc - 1)
+      // pair rows a cache line apart where w int32 would be a multiple of 1 KB (ring_stride's
+      // reason: the column pass reads up to kh + 7 of them at one offset)
+      const long long stride = w % 256 == 0 ? w + 16 : w;
+      ring.resize((std::size_t)(ring_rows * stride));
+      rows.resize((std::size_t)ring_rows);
+      const long long first = x0 + p.geo.ox - (kw - 1);
+      const long long lo = std::clamp<long long>(-first, 0, span), hi = std::clamp<long long>(p.width - first, lo, span);
+      auto extend = [&](long long q) {
+        const int src = border_index(y0 + p.geo.oy - (kh - 1) + q, (int)p.height, b);
+        if (src < 0) return std::fill(ext.begin(), ext.begin() + span, outside);
+        const std::uint8_t* row = in + (plane * p.height + src) * p.width;
+        auto edge = [&](long long t) {
+          const int c = border_index(first + t, (int)p.width, b);
+          ext[(std::size_t)t] = c < 0 ? outside : std::int16_t(row[c]);
+        };
+        for (long long t = 0; t < lo; ++t) edge(t);
+        vnni_widen(row + first + lo, hi - lo, ext.data() + lo);
+        for (long long t = hi; t < span; ++t) edge(t);
+      };
+      auto pair_row = [&](long long q) { return ring.data() + (q % ring_rows) * stride; };
+      for (int k = 0; k < p.kernels; ++k) {
+        const fixed_rank1& f = fixed_[(std::size_t)k];
+        long long made = 0;  // filtered rows [0, made), pair rows [0, made - 1)
+        for (long long y = y0; y < y1; y += column_block) {
+          const int count = (int)std::min<long long>(column_block, y1 - y);
+          const long long r = y - y0, newest = r + count - 1 + 2 * (mc - 1);
+          for (; made <= newest + 1; ++made) {
+            extend(made);
+            std::int16_t* t = filtered.data() + (made & 1) * w;
+            vnni_row(ext.data(), f, n, t);
+            if (made > 0) vnni_pairs(filtered.data() + ((made - 1) & 1) * w, t, n, pair_row(made - 1));
+          }
+          for (long long j = 0; j <= newest - r; ++j) rows[(std::size_t)j] = pair_row(r + j);
+          vnni_column(rows.data(), f, count, n, out + ((plane * p.kernels + k) * p.map.out_h + y) * p.map.out_w + x0,
+                      p.map.out_w);
+        }
+      }
+    });
+  }
+
   rank1_factors f_;
+  // uint8 calls run in fixed point where every kernel of the bank allows it (separable_vnni.hpp)
+  const std::vector<fixed_rank1> fixed_;  // empty: the float path for this bank
   const row_units units_;
 };
 

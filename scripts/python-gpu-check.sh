@@ -9,7 +9,8 @@
 # GPUCONV_BENCH=0 skips the benchmark, GPUCONV_BENCH_ARGS adds arguments to it; GPUCONV_BENCH_CPU=0
 # skips python -m gpuconv.bench_cpu (the CPU backend against cv2 on every core),
 # GPUCONV_BENCH_CPU_ARGS adds arguments to it; GPUCONV_BENCH_3D=1 runs scripts/cupy-conv3d.py with
-# the installed package (gpuconv.convolve3d beside CuPy's fftconvolve on 128 x 512 x 512).
+# the installed package (gpuconv.convolve3d beside CuPy's fftconvolve on 128 x 512 x 512);
+# GPUCONV_PY_PREFIX=DIR installs into DIR and keeps it (PYTHONPATH=DIR for later scripts).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -34,8 +35,13 @@ export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 } > "$out/environment.txt" 2>&1
 cat "$out/environment.txt"
 
-prefix=$(mktemp -d "${TMPDIR:-/tmp}/gpuconv-python.XXXXXX")
-trap 'rm -rf "$prefix"' EXIT
+if [ -n "${GPUCONV_PY_PREFIX:-}" ]; then  # keep the installed package there for later runs
+  prefix=$GPUCONV_PY_PREFIX
+  mkdir -p "$prefix"
+else
+  prefix=$(mktemp -d "${TMPDIR:-/tmp}/gpuconv-python.XXXXXX")
+  trap 'rm -rf "$prefix"' EXIT
+fi
 start=$(date +%s)
 echo "python-gpu-check: building and installing into $prefix (log: $out/build.log)"
 if ! "$PYTHON" -m pip install --no-build-isolation --no-deps --target "$prefix" -v . > "$out/build.log" 2>&1; then

@@ -5,7 +5,8 @@
 // kh + kw float products, ~K * 6e-8 relative; 2e-5 for the CPU FFT, 4 x its bound on 128^2
 // tiles), each output's scale being at least ||k||_2 rms(x) as in test_conv_plan.cpp.
 // uint8/uint16: the reference rounded half to even and saturated, except pixels within that
-// tolerance of the scale of a half step, which may round either way.
+// tolerance of the scale of a half step, which may round either way; where the CPU's separable
+// method runs uint8 in fixed point (conv/separable_vnni.hpp), within its error bound too.
 #pragma once
 #include <catch2/catch_test_macros.hpp>
 
@@ -19,6 +20,7 @@
 #include "conv/method.hpp"
 #include "conv/plan.hpp"
 #include "conv/reference.hpp"
+#include "conv/separable_vnni.hpp"
 #include "support/reference.hpp"
 
 namespace gpuconv::test {
@@ -99,6 +101,18 @@ void check_method(const forced_method& method, long long h, long long w, int pla
   const long long per = p.output_height() * p.output_width();
   std::vector<T> out(std::size_t(per * planes * count), T(77));
   p.execute(img.data(), out.data());
+  // the CPU's separable method on uint8 in fixed point: each kernel's error bound (levels)
+  std::vector<fixed_rank1> fixed;
+  if (std::is_same_v<T, std::uint8_t> && method.device == backend::cpu && p.method() == cpu_method::separable &&
+      vnni_available()) {
+    std::vector<float> effective;
+    for (int k = 0; k < count; ++k) {
+      const auto e = effective_kernel(ks.data() + std::size_t(k) * kh * kw, kh, kw, o.op);
+      effective.insert(effective.end(), e.begin(), e.end());
+    }
+    const auto c = choose_cpu_method(effective, count, kh, kw, p.output_height(), p.output_width(), cpu_method::separable);
+    fixed = fixed_bank(c.factors, count, kh, kw);
+  }
   options ro = po.semantics;
   if (narrow) ro.constant_value = float(std::nearbyint(ro.constant_value));
   options ro_abs = ro;
@@ -124,7 +138,8 @@ void check_method(const forced_method& method, long long h, long long w, int pla
         REQUIRE(std::isfinite(got));
         if constexpr (narrow) {
           const double expect = std::min(hi, std::max(0.0, std::nearbyint(want)));
-          const double allowance = tolerance * s + 1e-3, frac = want - std::floor(want);
+          const double bound = fixed.empty() ? 0.0 : fixed[std::size_t(k)].error_bound;
+          const double allowance = tolerance * s + 1e-3 + bound, frac = want - std::floor(want);
           INFO("kernel " << k << ", plane " << q << ", pixel " << i << ": got " << got << ", reference " << want);
           if (std::abs(frac - 0.5) > allowance) REQUIRE(got == expect);
           else REQUIRE(std::abs(got - std::min(hi, std::max(0.0, want))) <= 0.5 + allowance);

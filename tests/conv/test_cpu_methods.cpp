@@ -18,7 +18,9 @@
 #include <thread>
 #include <vector>
 
+#include "conv/backend.hpp"
 #include "conv/cpu_rows.hpp"
+#include "conv/separable_vnni.hpp"
 #include "fft/host/isa.hpp"
 #include "method_check.hpp"
 
@@ -468,4 +470,203 @@ TEST_CASE("CPU ring units: every output once, long bands for wide kernels, enoug
   const row_units u = ring_units(p, 31, 31, 4096, 8);
   CHECK(double(u.band + 30) / u.band < 1.25);
   CHECK(u.per_plane() >= 128);
+}
+
+// ---- The separable method's uint8 fixed point (conv/separable_vnni.hpp) ----
+
+namespace {
+
+std::int64_t low_half(std::int32_t v) { return std::int16_t(std::uint16_t(std::uint32_t(v) & 0xFFFFu)); }
+std::int64_t high_half(std::int32_t v) { return std::int16_t(std::uint16_t(std::uint32_t(v) >> 16)); }
+std::int64_t shift_half_up(std::int64_t v, int s) { return s > 0 ? (v + (std::int64_t(1) << (s - 1))) >> s : v; }
+std::int64_t shift_half_even(std::int64_t v, int s) {
+  if (s == 0) return v;
+  std::int64_t q = v >> s;
+  const std::int64_t r = v - (q << s), half = std::int64_t(1) << (s - 1);
+  if (r > half || (r == half && (q & 1))) ++q;
+  return q;
+}
+
+// The plan's uint8 output by the fixed point's integer arithmetic, term by term from the image
+// extended by the boundary rule: each filtered row t = round_half_up(sum rq_i x_i / 2^row_shift),
+// each output sat8(round_half_even(sum cq_a t_a / 2^out_shift)), taps in reading order.
+std::vector<std::uint8_t> fixed_emulation(const std::vector<std::uint8_t>& img, long long h, long long w, int planes,
+                                          const std::vector<fixed_rank1>& bank, int kh, int kw, const options& o) {
+  const geometry g = make_geometry(h, w, kh, kw, o.mode);
+  const std::int64_t outside = o.border == boundary::constant ? saturate_round<std::uint8_t>(o.constant_value) : 0;
+  const int count = (int)bank.size();
+  std::vector<std::uint8_t> out(std::size_t(planes * count * g.out_h * g.out_w));
+  for (int k = 0; k < count; ++k) {
+    const fixed_rank1& f = bank[std::size_t(k)];
+    std::vector<std::int64_t> rq, cq;
+    for (auto v : f.row_even) rq.insert(rq.end(), {low_half(v), high_half(v)});
+    for (auto v : f.column) cq.insert(cq.end(), {low_half(v), high_half(v)});
+    rq.resize(std::size_t(kw));
+    cq.resize(std::size_t(kh));
+    for (int pl = 0; pl < planes; ++pl) {
+      // the filtered rows the outputs read: source rows oy - (kh - 1) .. out_h - 1 + oy
+      const long long rows_n = g.out_h + kh - 1;
+      std::vector<std::int64_t> t(std::size_t(rows_n * g.out_w));
+      for (long long q = 0; q < rows_n; ++q) {
+        const int r = border_index(q + g.oy - (kh - 1), (int)h, o.border);
+        for (long long x = 0; x < g.out_w; ++x) {
+          std::int64_t a = 0;
+          for (int i = 0; i < kw; ++i) {
+            const int c = border_index(x + g.ox - (kw - 1) + i, (int)w, o.border);
+            a += rq[std::size_t(i)] * (r < 0 || c < 0 ? outside : std::int64_t(img[std::size_t((pl * h + r) * w + c)]));
+          }
+          t[std::size_t(q * g.out_w + x)] = shift_half_up(a, f.row_shift);
+        }
+      }
+      for (long long y = 0; y < g.out_h; ++y)
+        for (long long x = 0; x < g.out_w; ++x) {
+          std::int64_t b = 0;
+          for (int a = 0; a < kh; ++a) b += cq[std::size_t(a)] * t[std::size_t((y + a) * g.out_w + x)];
+          out[std::size_t(((pl * count + k) * g.out_h + y) * g.out_w + x)] =
+              std::uint8_t(std::clamp<std::int64_t>(shift_half_even(b, f.out_shift), 0, 255));
+        }
+    }
+  }
+  return out;
+}
+
+// 1D kernels a user would take: gaussians, boxes, smoothing and derivative taps, random positive
+// taps summing to 1
+std::vector<float> taps_1d(int n, int kind, std::uint64_t seed) {
+  std::vector<float> v((std::size_t)n);
+  double sum = 0;
+  for (int i = 0; i < n; ++i) {
+    const double c = i - (n - 1) / 2.0;
+    switch (kind) {
+      case 0: v[std::size_t(i)] = float(std::exp(-c * c / (2 * std::max(1.0, n / 6.0) * std::max(1.0, n / 6.0)))); break;
+      case 1: v[std::size_t(i)] = 1.f; break;
+      case 2: v[std::size_t(i)] = float(c); break;  // a derivative (odd, sums to 0)
+      default: v[std::size_t(i)] = float(test::random_reals<float>(1, seed + i)[0] * 0.5 + 0.6); break;
+    }
+    sum += std::abs(v[std::size_t(i)]);
+  }
+  for (auto& x : v) x = float(x / sum);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("CPU separable uint8 fixed point: the plan to the bit its integer arithmetic, within its bound of the reference",
+          "[conv]") {
+  if (!vnni_available()) SKIP("the host has no AVX-512 VNNI (or GPUCONV_CPU_ISA lowers the level): the float path runs");
+  struct shape {
+    int kh, kw, row_kind, column_kind;
+    long long h, w;
+  };
+  // odd and even taps (the pairs' last tap alone), rows past a band's last tap, strips and the
+  // 32-pixel blocks' tails (widths 1, 13, 150, 1100), 1-tap sides; kh + kw >= fixed_min_taps
+  const shape shapes[] = {{1, 96, 0, 0, 9, 13},   {2, 94, 1, 0, 9, 130},   {3, 93, 2, 0, 20, 150}, {95, 1, 0, 1, 100, 40},
+                          {48, 48, 0, 0, 20, 150}, {8, 88, 3, 3, 12, 1100}, {5, 96, 0, 2, 1, 1},   {63, 33, 3, 0, 70, 70}};
+  for (const shape& sh : shapes) {
+    test::for_each_semantics(sh.kh, sh.kw, sh.h, sh.w, [&](const options& o0) {
+      options o = o0;
+      o.constant_value = 76.4f;  // rounded to the type, as OpenCV does
+      const int planes = 2, count = 2;
+      const auto seed = test::fresh_seed();
+      INFO("kernel " << sh.kh << "x" << sh.kw << " kinds " << sh.row_kind << "/" << sh.column_kind << ", image " << sh.h << "x"
+                     << sh.w << ", mode " << int(o.mode) << ", op " << int(o.op) << ", border " << int(o.border) << ", seed "
+                     << seed);
+      std::vector<float> ks;
+      for (int k = 0; k < count; ++k) {
+        const auto c = taps_1d(sh.kh, k == 0 ? sh.column_kind : 0, seed + 3), r = taps_1d(sh.kw, sh.row_kind, seed + 7);
+        for (int i = 0; i < sh.kh; ++i)
+          for (int j = 0; j < sh.kw; ++j) ks.push_back(c[std::size_t(i)] * r[std::size_t(j)]);
+      }
+      const auto noise = test::random_reals<float>(std::size_t(planes * sh.h * sh.w), seed);
+      std::vector<std::uint8_t> img(noise.size());
+      std::vector<float> img_f(noise.size());
+      for (std::size_t i = 0; i < img.size(); ++i) img_f[i] = img[i] = std::uint8_t(std::lround((noise[i] * 0.5 + 0.5) * 255));
+      plan_options po;
+      po.semantics = o;
+      po.device = backend::cpu;
+      po.cpu = cpu_method::separable;
+      po.threads = 2;
+      plan p(sh.h, sh.w, planes, ks.data(), count, sh.kh, sh.kw, po);
+      std::vector<float> effective;
+      for (int k = 0; k < count; ++k) {
+        const auto e = effective_kernel(ks.data() + std::size_t(k) * sh.kh * sh.kw, sh.kh, sh.kw, o.op);
+        effective.insert(effective.end(), e.begin(), e.end());
+      }
+      const auto bank = fixed_bank(
+          choose_cpu_method(effective, count, sh.kh, sh.kw, p.output_height(), p.output_width(), cpu_method::separable).factors,
+          count, sh.kh, sh.kw);
+      REQUIRE(bank.size() == std::size_t(count));  // these kernels take the fixed point
+      std::vector<std::uint8_t> out(std::size_t(planes * count * p.output_height() * p.output_width()), 77);
+      p.execute(img.data(), out.data());
+      const auto want = fixed_emulation(img, sh.h, sh.w, planes, bank, sh.kh, sh.kw, o);
+      REQUIRE(out.size() == want.size());
+      std::size_t first_diff = out.size();
+      for (std::size_t i = 0; i < out.size() && first_diff == out.size(); ++i)
+        if (out[i] != want[i]) first_diff = i;
+      INFO("first difference at " << first_diff << " of " << out.size());
+      REQUIRE(first_diff == out.size());
+      // the bound, against the double reference ('same' convolution, every border): exact rounding
+      // but where the exact value lies within the bound of a half level
+      if (o.mode != output_mode::same || o.op != operation::convolution) return;
+      options ro = o;
+      ro.constant_value = std::nearbyint(o.constant_value);
+      const long long per = p.output_height() * p.output_width();
+      std::vector<double> ref(std::size_t(per * planes));
+      for (int k = 0; k < count; ++k) {
+        direct_convolve(img_f.data(), sh.h, sh.w, planes, ks.data() + std::size_t(k) * sh.kh * sh.kw, sh.kh, sh.kw, ro,
+                        ref.data());
+        const double bound = bank[std::size_t(k)].error_bound;
+        CHECK(bound <= fixed_max_error);
+        for (int pl = 0; pl < planes; ++pl)
+          for (long long i = 0; i < per; ++i) {
+            const double r = ref[std::size_t(pl * per + i)], got = out[std::size_t((pl * count + k) * per + i)];
+            const double expect = std::clamp(std::nearbyint(r), 0.0, 255.0);
+            if (got != expect) {
+              INFO("kernel " << k << " plane " << pl << " pixel " << i << ": got " << got << ", reference " << r);
+              REQUIRE(std::abs(r - std::floor(r) - 0.5) <= bound + 1e-9);
+              REQUIRE(std::abs(got - std::clamp(r, 0.0, 255.0)) <= 0.5 + bound + 1e-9);
+            }
+          }
+      }
+    });
+  }
+}
+
+TEST_CASE("CPU separable uint8 fixed point: the scales, the bound and the kernels left to the float path", "[conv]") {
+  auto factors = [](const std::vector<float>& c, const std::vector<float>& r) {
+    return fixed_factors(c.data(), (int)c.size(), r.data(), (int)r.size());
+  };
+  // a 31-tap gaussian: rows scaled by 2^7 (255 * 128 fits int16), a bound of a tenth of a level
+  const auto g31 = taps_1d(31, 0, 1);
+  const auto f = factors(g31, g31);
+  REQUIRE(f);
+  CHECK(f->error_bound > 0);
+  CHECK(f->error_bound < 0.15);
+  CHECK(f->row_even.size() == 16);
+  CHECK(f->row_odd.size() == 16);
+  CHECK(f->column.size() == 16);
+  CHECK(f->out_shift >= 16);
+  // even kw: the odd outputs take one pair more (the tap before the row shifted in)
+  const auto g8 = taps_1d(8, 0, 1);
+  REQUIRE(factors(g8, g8));
+  CHECK(factors(g8, g8)->row_odd.size() == factors(g8, g8)->row_even.size() + 1);
+  // short kernels keep the float path (fixed_min_taps)
+  rank1_factors short_bank{g8, taps_1d(fixed_min_taps - 9, 0, 1)}, long_bank{g8, taps_1d(fixed_min_taps - 8, 0, 1)};
+  CHECK(fixed_bank(short_bank, 1, 8, fixed_min_taps - 9).empty());
+  CHECK(fixed_bank(long_bank, 1, 8, fixed_min_taps - 8).size() == 1);
+  // integer taps (a Sobel pair) scale exactly: only t's rounding is left
+  const auto sobel = factors({0.25f, 0.5f, 0.25f}, {-0.5f, 0.f, 0.5f});
+  REQUIRE(sobel);
+  CHECK(sobel->error_bound < 0.01);
+  // left to the float path: a gain the int16 rows cannot hold, a NaN, a zero factor, and taps of
+  // mixed signs and a large gain whose bound passes a quarter level
+  CHECK_FALSE(factors({1.f}, std::vector<float>(200, 1.f)));
+  CHECK_FALSE(factors({std::nanf("")}, {1.f}));
+  CHECK_FALSE(factors({0.f, 0.f}, {1.f}));
+  std::vector<float> wild(15);
+  for (int i = 0; i < 15; ++i) wild[std::size_t(i)] = (i % 2 ? -1.f : 1.f) * (0.3f + 0.05f * float(i)) + 0.013f * float(i * i % 7);
+  const auto w = fixed_factors(wild.data(), 15, wild.data(), 15, 1e9);
+  REQUIRE(w);
+  CHECK(w->error_bound > fixed_max_error);
+  CHECK_FALSE(factors(wild, wild));
 }
