@@ -482,7 +482,7 @@ std::int64_t shift_half_up(std::int64_t v, int s) { return s > 0 ? (v + (std::in
 std::int64_t shift_half_even(std::int64_t v, int s) {
   if (s == 0) return v;
   std::int64_t q = v >> s;
-  const std::int64_t r = v - (q << s), half = std::int64_t(1) << (s - 1);
+  const std::int64_t r = v - q * (std::int64_t(1) << s), half = std::int64_t(1) << (s - 1);
   if (r > half || (r == half && (q & 1))) ++q;
   return q;
 }
