@@ -49,16 +49,18 @@ constexpr double fixed_max_error = 0.25;
 std::optional<fixed_rank1> fixed_factors(const float* column, int kh, const float* row, int kw,
                                          double max_error = fixed_max_error);
 
-// From this many taps (kh + kw) the separable method takes the fixed point. Below it the passes'
-// fixed costs (the int16 source row, the pair rows) outweigh the halved multiply-adds where many
-// threads share a core's units: 16 threads on the 16-core H100 host, 4096^2 gaussians, three pairs
-// of processes against the float passes (GPUCONV_CPU_ISA=avx512): K = 7 (float both: the control)
-// 1.10 / 1.01 / 1.11 ms against 1.19 / 1.04 / 1.20, K = 15 1.62 / 1.68 / 1.81 against 1.87 / 1.74 /
-// 1.75, K = 31 2.66 / 2.83 / 2.97 against 2.58 / 2.58 / 2.77, K = 63 4.16 / 4.07 / 4.21 against
-// 4.83 / 4.34 / 4.77 (docs/benchmarks.md, session 36). One thread of a Zen 5 VM gains from K = 15
-// (K = 15 10.5 ms against 13.0, 31 17.5 against 25.0, 63 33.0 against 49.0; K = 3 7.5 against
-// 4.3), one thread of the H100 host at K = 31 19.2 / 29.0 / 30.1 against 26.4 / 30.6 / 25.5.
-constexpr int fixed_min_taps = 96;
+// From this many taps (kh + kw) the separable method takes the fixed point; below it the passes'
+// fixed costs (the int16 source row, the pair rows) outweigh the halved multiply-adds. Measured on
+// the 16-core H100 host, 4096^2 gaussians, alternating processes against the float passes
+// (GPUCONV_CPU_ISA=avx512), two rounds, ms (docs/benchmarks.md, session 36):
+//   threads    K = 15 fixed / float      K = 31                    K = 63
+//   16         2.11 1.61 / 2.06 1.82     3.17 2.89 / 3.45 2.82     4.52 4.13 / 5.66 4.55
+//   8          3.29 2.83 / 3.65 3.28     4.50 4.08 / 5.09 5.11     8.53 6.98 / 8.95 9.09
+//   4          5.56 4.98 / 5.59 5.27     8.15 7.57 / 8.79 8.54     12.13 11.58 / 15.25 15.56
+//   1          12.95 19.17 / 15.49 18.10 20.49 30.91 / 27.06 32.44 51.40 54.49 / 47.36 46.75
+// and on one thread of a Zen 5 VM: K = 15 11.3 against 13.0, 31 17.2-17.6 against 25.4-30.9, 63
+// 31.4-33.9 against 47.8 (K = 3: 7.5 against 4.3).
+constexpr int fixed_min_taps = 48;
 
 // Every kernel's of a bank (the separable method's factors, one after another), or none where
 // one kernel has none or the kernels are short (fixed_min_taps): the plan then keeps the float
