@@ -1,17 +1,19 @@
 // The CPU backend's separable method on uint8 images in 16-bit fixed point, for hosts with
 // AVX-512 VNNI (vpdpwssd: 32 multiply-adds of int16 pairs into int32 an instruction, against 16
 // for a float FMA). On the 16-core H100 host at 16 threads the FMA units reach 604 G multiply-adds
-// a second and vpdpwssd 1234 (docs/benchmarks.md, session 36), and the float passes are bound by
-// those units there.
+// a second and vpdpwssd 1234 (docs/benchmarks.md, session 36). The passes here do half the
+// instructions of the float ones but gain less than that: 8-20% at 4-8 threads, 10-20% at K = 63
+// on 16 (fixed_min_taps below); at 8 threads they issue ~8-9 G vpdpwssd a second of the probe's
+// 22, so something else (not profiled there) bounds them.
 //
 // Both passes keep the float path's order of taps and its geometry (cpu_rows.hpp); what changes
 // is the arithmetic:
 //   row pass     t = round(sum_i rq_i x_i / 2^(sr - si))       x: the uint8 source, rq_i = round(g_i 2^sr)
 //   column pass  out = sat8(round(sum_a cq_a t_a / 2^(sc + si)))                  cq_a = round(h_a 2^sc)
-// (t rounded half up, out half to even as the float path stores it: exact ties, such as a box
-// filter's on integer pixels, give the float path's levels)
 // with g the row taps in reading order (g_i = row[kw - 1 - i]) and h the column taps (h_a =
 // column[kh - 1 - a]); t, a filtered row scaled by 2^si, fits int16, and every sum fits int32.
+// t is rounded half up, out half to even as the float path stores it (exact ties, such as a box
+// filter's on integer pixels, keep the float path's levels).
 // fixed_factors picks the scales from the factors and bounds the fixed point's worst error
 // against the exact sum before the last rounding (`error_bound`, in levels); a kernel whose bound
 // exceeds max_error, or that does not fit, keeps the float path. With a bound below 0.5 the
