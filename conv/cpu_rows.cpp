@@ -662,6 +662,8 @@ GPUCONV_PER_ISA(widen_row, (const std::uint8_t* in, long long n, float* out),
                 (in, n, out), { for (long long t = 0; t < n; ++t) out[t] = float(in[t]); })
 GPUCONV_PER_ISA(widen_row, (const std::uint16_t* in, long long n, float* out),
                 (in, n, out), { for (long long t = 0; t < n; ++t) out[t] = float(in[t]); })
+GPUCONV_PER_ISA(widen_row, (const std::uint8_t* in, long long n, std::int16_t* out),
+                (in, n, out), { for (long long t = 0; t < n; ++t) out[t] = std::int16_t(in[t]); })
 GPUCONV_PER_ISA(narrow_row, (const float* in, long long n, std::uint8_t* out),
                 (in, n, out), { narrow_loop(in, n, out); })
 GPUCONV_PER_ISA(narrow_row, (const float* in, long long n, std::uint16_t* out),

@@ -74,6 +74,7 @@ void row_taps16(const std::uint16_t* const* src, const float* k, int kw, long lo
 // rounded half to even and saturated (saturate_round's function, NaN to 0).
 void widen_row(const std::uint8_t* in, long long n, float* out);
 void widen_row(const std::uint16_t* in, long long n, float* out);
+void widen_row(const std::uint8_t* in, long long n, std::int16_t* out);  // the fixed point's rows (separable_vnni.hpp)
 void narrow_row(const float* in, long long n, std::uint8_t* out);
 void narrow_row(const float* in, long long n, std::uint16_t* out);
 
@@ -85,11 +86,10 @@ inline float outside_value(const problem& p, pixel px) {
          : px == pixel::u16 ? float(saturate_round<std::uint16_t>(v)) : v;
 }
 
-// ext[t] for t < n + kw - 1 (header comment); src_row null: the row lies outside (zero or
-// constant boundary) and every value is `outside`.
-template <typename T>
-void extend_row(const T* src_row, long long width, long long first, long long count, boundary b, float outside,
-                float* ext) {
+// ext[t] for t < n + kw - 1 (header comment), as float (or int16 for the uint8 fixed point);
+// src_row null: the row lies outside (zero or constant boundary) and every value is `outside`.
+template <typename T, typename E = float>
+void extend_row(const T* src_row, long long width, long long first, long long count, boundary b, E outside, E* ext) {
   if (!src_row) {
     std::fill(ext, ext + count, outside);
     return;
@@ -98,13 +98,13 @@ void extend_row(const T* src_row, long long width, long long first, long long co
   const long long lo = std::clamp(-first, 0LL, count), hi = std::clamp(width - first, lo, count);
   for (long long t = 0; t < lo; ++t) {
     const int c = border_index(first + t, (int)width, b);
-    ext[t] = c < 0 ? outside : float(src_row[c]);
+    ext[t] = c < 0 ? outside : E(src_row[c]);
   }
-  if constexpr (std::is_same_v<T, float>) std::copy(src_row + first + lo, src_row + first + hi, ext + lo);
+  if constexpr (std::is_same_v<T, E>) std::copy(src_row + first + lo, src_row + first + hi, ext + lo);
   else widen_row(src_row + first + lo, hi - lo, ext + lo);
   for (long long t = hi; t < count; ++t) {
     const int c = border_index(first + t, (int)width, b);
-    ext[t] = c < 0 ? outside : float(src_row[c]);
+    ext[t] = c < 0 ? outside : E(src_row[c]);
   }
 }
 

@@ -10,6 +10,7 @@
 // reads the source rows in place, uint8/uint16 widened in registers; only the outputs at the
 // boundary read extended rows. uint8 images with long kernels run in 16-bit fixed point on
 // hosts with AVX-512 VNNI instead (separable_vnni.hpp, run_fixed below).
+#include "../fft/host/isa.hpp"
 #include "cpu_rows.hpp"
 #include "separable_vnni.hpp"
 
@@ -28,7 +29,7 @@ class cpu_separable final : public plan::impl {
   cpu_method method() const override { return cpu_method::separable; }
 
   void execute(const void* in, void* out, pixel px) override {
-    if (px == pixel::u8 && !fixed_.empty() && vnni_available())
+    if (px == pixel::u8 && !fixed_.empty() && fft::host::selected_host_vnni())
       return run_fixed(static_cast<const std::uint8_t*>(in), static_cast<std::uint8_t*>(out));
     with_pixels(in, out, px, [&](auto* i, auto* o) { run(i, o, px); });
   }
@@ -71,10 +72,7 @@ class cpu_separable final : public plan::impl {
       if (lo > 0) lo = std::max(lo, 16LL);
       if (hi < n) hi = std::min(hi, n - 16);
       if (hi - lo < 16) lo = hi = n;
-      auto source = [&](long long q) -> const T* {  // nullptr: the row lies outside (outside value)
-        const int src = border_index(y0 + p.geo.oy - (kh - 1) + q, (int)p.height, b);
-        return src < 0 ? nullptr : in + (plane * p.height + src) * p.width;
-      };
+      auto source = [&](long long q) { return source_at(in, plane, y0, q); };
       auto filtered = [&](long long q) { return ring.data() + (q % ring_rows) * stride; };
       auto extended = [&](const T* src_row, const float* row, float* to, long long t0, long long t1) {
         if (t0 >= t1) return;
@@ -157,19 +155,6 @@ class cpu_separable final : public plan::impl {
       ring.resize((std::size_t)(ring_rows * stride));
       rows.resize((std::size_t)ring_rows);
       const long long first = x0 + p.geo.ox - (kw - 1);
-      const long long lo = std::clamp<long long>(-first, 0, span), hi = std::clamp<long long>(p.width - first, lo, span);
-      auto extend = [&](long long q) {
-        const int src = border_index(y0 + p.geo.oy - (kh - 1) + q, (int)p.height, b);
-        if (src < 0) return std::fill(ext.begin(), ext.begin() + span, outside);
-        const std::uint8_t* row = in + (plane * p.height + src) * p.width;
-        auto edge = [&](long long t) {
-          const int c = border_index(first + t, (int)p.width, b);
-          ext[(std::size_t)t] = c < 0 ? outside : std::int16_t(row[c]);
-        };
-        for (long long t = 0; t < lo; ++t) edge(t);
-        vnni_widen(row + first + lo, hi - lo, ext.data() + lo);
-        for (long long t = hi; t < span; ++t) edge(t);
-      };
       auto pair_row = [&](long long q) { return ring.data() + (q % ring_rows) * stride; };
       for (int k = 0; k < p.kernels; ++k) {
         const fixed_rank1& f = fixed_[(std::size_t)k];
@@ -178,7 +163,7 @@ class cpu_separable final : public plan::impl {
           const int count = (int)std::min<long long>(column_block, y1 - y);
           const long long r = y - y0, newest = r + count - 1 + 2 * (mc - 1);
           for (; made <= newest + 1; ++made) {
-            extend(made);
+            extend_row(source_at(in, plane, y0, made), p.width, first, span, b, outside, ext.data());
             std::int16_t* t = filtered.data() + (made & 1) * w;
             vnni_row(ext.data(), f, n, t);
             if (made > 0) vnni_pairs(filtered.data() + ((made - 1) & 1) * w, t, n, pair_row(made - 1));
@@ -189,6 +174,14 @@ class cpu_separable final : public plan::impl {
         }
       }
     });
+  }
+
+  // Source row q of a unit whose output rows start at y0 (q = 0: the first output row's top tap);
+  // nullptr where it lies outside the image (zero and constant boundaries: the outside value)
+  template <typename T>
+  const T* source_at(const T* in, long long plane, long long y0, long long q) const {
+    const int src = border_index(y0 + prob.geo.oy - (prob.kh - 1) + q, (int)prob.height, prob.options.semantics.border);
+    return src < 0 ? nullptr : in + (plane * prob.height + src) * prob.width;
   }
 
   rank1_factors f_;

@@ -4,9 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
-
-#include "../fft/host/isa.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -84,21 +81,17 @@ std::optional<fixed_rank1> fixed_factors(const float* column, int kh, const floa
   const double e1 = level_top * row_err / std::ldexp(1.0, row_shift) + (row_shift > 0 ? 0.5 : 0.0);
   const double tmax = std::ldexp(ymax, si) + e1;
   if (tmax > int16_top) return std::nullopt;
-  int sc = std::min(30, (int)std::floor(std::log2(int16_top / hmax)));
+  // sc: the column taps as large as int16, the column sums' int32 and a shift of <= 30 allow
+  int sc = std::min(30 - si, (int)std::floor(std::log2(int16_top / hmax)));
   std::vector<long long> cq;
   double col_err = 0;
   long long csum = 0;
   for (;; --sc) {
-    if (sc < 0 || sc + si > 30) {
-      if (sc < 0) return std::nullopt;
-      continue;
-    }
+    if (sc < 0) return std::nullopt;
     cq = quantise(h, sc, col_err, csum);
     if (max_abs(cq) <= int16_top && double(csum) * tmax + std::ldexp(1.0, sc + si) < int32_top) break;
   }
   fixed_rank1 f;
-  f.kh = kh;
-  f.kw = kw;
   f.row_shift = row_shift;
   f.out_shift = sc + si;
   // the column's taps on t's error, and the column taps' rounding on the exact rows (<= ymax)
@@ -125,30 +118,9 @@ std::vector<fixed_rank1> fixed_bank(const rank1_factors& f, int count, int kh, i
 
 #if defined(__x86_64__)
 
-bool vnni_available() {
-  static const bool on = [] {
-    __builtin_cpu_init();
-    const char* e = std::getenv("GPUCONV_CPU_ISA");
-    const bool plain_avx512 = e != nullptr && std::strcmp(e, "avx512") == 0;
-    return fft::host::selected_host_isa() == fft::host::host_isa::avx512 && __builtin_cpu_supports("avx512vnni") &&
-           !plain_avx512;
-  }();
-  return on;
-}
-
 #define GPUCONV_VNNI [[gnu::target("avx512f,avx512bw,avx512vl,avx512vnni")]]
 
 namespace {
-
-GPUCONV_VNNI void widen_impl(const std::uint8_t* in, long long count, std::int16_t* ext) {
-  long long t = 0;
-  for (; t + 32 <= count; t += 32)
-    _mm512_storeu_si512(ext + t, _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + t))));
-  if (t < count) {
-    const __mmask32 m = (__mmask32)((1ULL << (count - t)) - 1);
-    _mm512_mask_storeu_epi16(ext + t, m, _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(m, in + t)));
-  }
-}
 
 // t for blocks of B x 32 outputs: even outputs in e[b], odd ones in o[b], each lane one pair of
 // the source as stored; rounded, shifted and interleaved back into 32 int16 a block
@@ -300,7 +272,6 @@ GPUCONV_VNNI void column8_impl(const std::int32_t* const* pairs, const fixed_ran
 
 }  // namespace
 
-void vnni_widen(const std::uint8_t* in, long long count, std::int16_t* ext) { widen_impl(in, count, ext); }
 void vnni_row(const std::int16_t* ext, const fixed_rank1& f, long long n, std::int16_t* t) { row_impl(ext, f, n, t); }
 void vnni_pairs(const std::int16_t* a, const std::int16_t* b, long long n, std::int32_t* pairs) {
   pairs_impl(a, b, n, pairs);
@@ -319,10 +290,8 @@ void vnni_column(const std::int32_t* const* pairs, const fixed_rank1& f, int cou
   }
 }
 
-#else  // no x86-64: the float path everywhere
+#else  // no x86-64: the float path everywhere (selected_host_vnni is false)
 
-bool vnni_available() { return false; }
-void vnni_widen(const std::uint8_t*, long long, std::int16_t*) { std::abort(); }
 void vnni_row(const std::int16_t*, const fixed_rank1&, long long, std::int16_t*) { std::abort(); }
 void vnni_pairs(const std::int16_t*, const std::int16_t*, long long, std::int32_t*) { std::abort(); }
 void vnni_column(const std::int32_t* const*, const fixed_rank1&, int, long long, std::uint8_t*, long long) { std::abort(); }

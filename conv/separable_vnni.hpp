@@ -35,7 +35,6 @@
 namespace gpuconv::conv {
 
 struct fixed_rank1 {
-  int kh = 0, kw = 0;
   // row taps as int16 pairs packed in int32 (low half: the even source pixel): outputs at even
   // offsets take row_even[m] on the pair at 2m, odd ones row_odd[m] (the tap before shifted in)
   std::vector<std::int32_t> row_even, row_odd;
@@ -69,10 +68,8 @@ constexpr int fixed_min_taps = 48;
 // path for the whole bank.
 std::vector<fixed_rank1> fixed_bank(const rank1_factors& f, int count, int kh, int kw);
 
-// The host has AVX-512 VNNI and the CPU backend runs at AVX-512 (fft/host/isa.hpp: GPUCONV_CPU_ISA
-// =avx512 keeps AVX-512 without this path, avx2 / baseline lower the level and drop it too).
-bool vnni_available();
-
+// The passes below run where fft::host::selected_host_vnni() (fft/host/isa.hpp: the host has
+// AVX-512 VNNI; GPUCONV_CPU_ISA=avx512 keeps AVX-512 without them, avx2 / baseline drop them too).
 // Rows are padded to whole blocks of 32 pixels: int16 rows of vnni_width(n) values, pair rows of
 // vnni_width(n) int32.
 inline long long vnni_width(long long n) { return (n + 31) / 32 * 32; }
@@ -80,8 +77,6 @@ inline long long vnni_width(long long n) { return (n + 31) / 32 * 32; }
 // read for the padded outputs only)
 inline long long vnni_ext_length(long long n, int kw) { return vnni_width(n) + kw + 64; }
 
-// ext[t] for t < count as int16 (widening uint8)
-void vnni_widen(const std::uint8_t* in, long long count, std::int16_t* ext);
 // t[x] for x < vnni_width(n): the row pass on ext (vnni_ext_length(n, kw) values)
 void vnni_row(const std::int16_t* ext, const fixed_rank1& f, long long n, std::int16_t* t);
 // P = the pair row of rows a (first) and b, vnni_width(n) int32

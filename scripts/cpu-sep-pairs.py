@@ -14,7 +14,7 @@ import sys
 import numpy as np
 
 import gpuconv
-from gpuconv.bench_cpu import difference, gaussian_1d, interleaved_ms
+from gpuconv.bench_cpu import difference, gaussian_1d, interleaved_ms, photo_like
 
 
 def main() -> int:
@@ -29,10 +29,7 @@ def main() -> int:
     import cv2
     rng = np.random.default_rng(1)
     square = (rng.random((4096, 4096), dtype=np.float32) * 255).astype(np.uint8)
-    yy, xx = np.mgrid[0:3000, 0:4000].astype(np.float32)
-    photo = np.stack([128 + 80 * np.sin(xx * 0.002 * (c + 1) + yy * 0.003) + 25 * np.cos(xx * 0.05 - yy * 0.04)
-                      for c in range(3)], axis=-1)
-    photo = np.clip(photo + rng.normal(0, 6, photo.shape), 0, 255).astype(np.uint8)
+    photo = photo_like(rng)
     planar = np.ascontiguousarray(np.moveaxis(photo, -1, 0))
     cases = [("4096^2", square, square, int(k), args.threads) for k in args.kernels.split(",")]
     if args.extra:

@@ -11,6 +11,9 @@ namespace gpuconv::fft::host {
 enum class host_isa { baseline, avx2, avx512 };
 
 host_isa selected_host_isa();
+// AVX-512 VNNI where the selected level is AVX-512, the CPU has it and GPUCONV_CPU_ISA is not
+// "avx512" (the separable method's uint8 fixed point, conv/separable_vnni.hpp)
+bool selected_host_vnni();
 const char* host_isa_name(host_isa isa);
 
 }  // namespace gpuconv::fft::host

@@ -57,6 +57,14 @@ def gaussian_1d(k: int) -> np.ndarray:
     return (g / g.sum()).astype(np.float32)
 
 
+def photo_like(rng: Any) -> np.ndarray:
+    """A photo-like 12 MP image, 3000 x 4000 x 3 uint8: smooth structure plus texture, not flat noise."""
+    yy, xx = np.mgrid[0:3000, 0:4000].astype(np.float32)
+    photo = np.stack([128 + 80 * np.sin(xx * 0.002 * (c + 1) + yy * 0.003) + 25 * np.cos(xx * 0.05 - yy * 0.04)
+                      for c in range(3)], axis=-1)
+    return np.clip(photo + rng.normal(0, 6, photo.shape), 0, 255).astype(np.uint8)
+
+
 def difference(a: np.ndarray, b: np.ndarray) -> str:
     if a.dtype == np.float32:
         a64, b64 = a.astype(np.float64), b.astype(np.float64)
@@ -81,11 +89,7 @@ def main(argv: List[str] | None = None) -> int:
     kernels = [int(k) for k in args.kernels.split(",")]
     rng = np.random.default_rng(1)
 
-    # a photo-like 12 MP image: smooth structure plus texture, not flat noise
-    yy, xx = np.mgrid[0:3000, 0:4000].astype(np.float32)
-    photo = np.stack([128 + 80 * np.sin(xx * 0.002 * (c + 1) + yy * 0.003) + 25 * np.cos(xx * 0.05 - yy * 0.04)
-                      for c in range(3)], axis=-1)
-    photo = np.clip(photo + rng.normal(0, 6, photo.shape), 0, 255).astype(np.uint8)  # H x W x 3
+    photo = photo_like(rng)  # H x W x 3
     planar = np.ascontiguousarray(np.moveaxis(photo, -1, 0))  # 3 x H x W, the same pixels
     square = rng.random((4096, 4096), dtype=np.float32) * 255
 

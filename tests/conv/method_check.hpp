@@ -21,6 +21,7 @@
 #include "conv/plan.hpp"
 #include "conv/reference.hpp"
 #include "conv/separable_vnni.hpp"
+#include "fft/host/isa.hpp"
 #include "support/reference.hpp"
 
 namespace gpuconv::test {
@@ -61,6 +62,20 @@ inline forced_method cpu_forced(cpu_method m) {
 }
 inline forced_method cuda_forced(cuda_path p) {
   return {backend::cuda, cpu_method::automatic, p, p == cuda_path::separable, 1e-5};
+}
+
+// The fixed point a CPU separable plan of these kernels takes for uint8 (conv/separable_vnni.hpp):
+// the bank of the factors the plan finds in the effective kernels, empty where it keeps the float
+// passes.
+inline std::vector<fixed_rank1> fixed_bank_of(const std::vector<float>& kernels, int count, int kh, int kw, operation op,
+                                              long long out_h, long long out_w) {
+  std::vector<float> effective;
+  for (int k = 0; k < count; ++k) {
+    const auto e = effective_kernel(kernels.data() + std::size_t(k) * kh * kw, kh, kw, op);
+    effective.insert(effective.end(), e.begin(), e.end());
+  }
+  return fixed_bank(choose_cpu_method(effective, count, kh, kw, out_h, out_w, cpu_method::separable).factors, count, kh,
+                    kw);
 }
 
 template <typename T>
@@ -104,14 +119,8 @@ void check_method(const forced_method& method, long long h, long long w, int pla
   // the CPU's separable method on uint8 in fixed point: each kernel's error bound (levels)
   std::vector<fixed_rank1> fixed;
   if (std::is_same_v<T, std::uint8_t> && method.device == backend::cpu && p.method() == cpu_method::separable &&
-      vnni_available()) {
-    std::vector<float> effective;
-    for (int k = 0; k < count; ++k) {
-      const auto e = effective_kernel(ks.data() + std::size_t(k) * kh * kw, kh, kw, o.op);
-      effective.insert(effective.end(), e.begin(), e.end());
-    }
-    const auto c = choose_cpu_method(effective, count, kh, kw, p.output_height(), p.output_width(), cpu_method::separable);
-    fixed = fixed_bank(c.factors, count, kh, kw);
+      fft::host::selected_host_vnni()) {
+    fixed = fixed_bank_of(ks, count, kh, kw, o.op, p.output_height(), p.output_width());
   }
   options ro = po.semantics;
   if (narrow) ro.constant_value = float(std::nearbyint(ro.constant_value));

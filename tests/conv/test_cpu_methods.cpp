@@ -553,7 +553,7 @@ std::vector<float> taps_1d(int n, int kind, std::uint64_t seed) {
 
 TEST_CASE("CPU separable uint8 fixed point: the plan to the bit its integer arithmetic, within its bound of the reference",
           "[conv]") {
-  if (!vnni_available()) SKIP("the host has no AVX-512 VNNI (or GPUCONV_CPU_ISA lowers the level): the float path runs");
+  if (!fft::host::selected_host_vnni()) SKIP("the host has no AVX-512 VNNI (or GPUCONV_CPU_ISA lowers the level): the float path runs");
   struct shape {
     int kh, kw, row_kind, column_kind;
     long long h, w;
@@ -587,14 +587,7 @@ TEST_CASE("CPU separable uint8 fixed point: the plan to the bit its integer arit
       po.cpu = cpu_method::separable;
       po.threads = 2;
       plan p(sh.h, sh.w, planes, ks.data(), count, sh.kh, sh.kw, po);
-      std::vector<float> effective;
-      for (int k = 0; k < count; ++k) {
-        const auto e = effective_kernel(ks.data() + std::size_t(k) * sh.kh * sh.kw, sh.kh, sh.kw, o.op);
-        effective.insert(effective.end(), e.begin(), e.end());
-      }
-      const auto bank = fixed_bank(
-          choose_cpu_method(effective, count, sh.kh, sh.kw, p.output_height(), p.output_width(), cpu_method::separable).factors,
-          count, sh.kh, sh.kw);
+      const auto bank = test::fixed_bank_of(ks, count, sh.kh, sh.kw, o.op, p.output_height(), p.output_width());
       REQUIRE(bank.size() == std::size_t(count));  // these kernels take the fixed point
       std::vector<std::uint8_t> out(std::size_t(planes * count * p.output_height() * p.output_width()), 77);
       p.execute(img.data(), out.data());
