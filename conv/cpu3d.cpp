@@ -42,7 +42,7 @@ class cpu3d_direct final : public plan3d::impl {
     const long long stride = ring_stride(span);
     parallel_units(cpu_threads(p), p.volumes * g.out_d, [&](long long unit) {
       const long long v = unit / g.out_d, z = unit % g.out_d;
-      std::vector<float> ext((std::size_t)(taps * stride));
+      line_vector<float> ext((std::size_t)(taps * stride));
       std::vector<const float*> rows(taps);
       for (long long y = 0; y < g.out_h; ++y) {
         for (int l = 0; l < p.kd; ++l) {
@@ -78,12 +78,12 @@ class tile3d_fft {
   // One thread's buffers: the 2D workspace and the stacked spectra with their scratch.
   struct workspace {
     tile_plan::workspace slice;
-    std::vector<float> re, im, scratch_re, scratch_im;
+    line_vector<float> re, im, scratch_re, scratch_im;
   };
   workspace make_workspace() const {
     const std::size_t n = (std::size_t)td_ * plane_;
-    return {slices_.make_workspace(), std::vector<float>(n), std::vector<float>(n), std::vector<float>(n),
-            std::vector<float>(n)};
+    return {slices_.make_workspace(), line_vector<float>(n), line_vector<float>(n), line_vector<float>(n),
+            line_vector<float>(n)};
   }
   long long spectrum_floats() const { return (long long)td_ * plane_; }
 
@@ -106,7 +106,7 @@ class tile3d_fft {
               d_im_.data(), false);
   }
 
-  void multiply(workspace& ws, const std::vector<float>& re, const std::vector<float>& im) const {
+  void multiply(workspace& ws, const line_vector<float>& re, const line_vector<float>& im) const {
     k_.multiply(ws.re.data(), ws.im.data(), re.data(), im.data(), spectrum_floats());
   }
 
@@ -129,7 +129,7 @@ class tile3d_fft {
   tile_plan slices_;
   long long plane_;  // floats of one slice's spectrum plane (tile_w x lanes)
   const fft::host::tile_kernels& k_;
-  std::vector<float> d_re_, d_im_;
+  line_vector<float> d_re_, d_im_;
 };
 
 class cpu3d_fft final : public plan3d::impl {
@@ -192,7 +192,7 @@ class cpu3d_fft final : public plan3d::impl {
   }
 
   tile3d_fft fft_;
-  std::vector<float> spectrum_re_, spectrum_im_;
+  line_vector<float> spectrum_re_, spectrum_im_;
 };
 
 // The direct method's multiply-adds against the FFT's estimated work (tiles x voxels x

@@ -74,7 +74,7 @@ class cpu_fft final : public plan::impl {
   }
 
   tile_plan fft_;
-  std::vector<std::vector<float>> spectra_re_, spectra_im_;
+  std::vector<line_vector<float>> spectra_re_, spectra_im_;
 };
 
 }  // namespace

@@ -17,8 +17,11 @@
 
 #include "backend.hpp"
 #include "cpu_pool.hpp"
+#include "fft/host/line_vector.hpp"
 
 namespace gpuconv::conv {
+
+using fft::host::line_vector;
 
 // out[t] = sum_{i < kh, j < kw} k[i * kw + j] * rows[i][t + kw - 1 - j] for t < n: the one
 // inner loop of both methods (direct: all taps; separable: kh = 1 for the row pass, kw = 1

@@ -35,7 +35,7 @@ class cpu_direct final : public plan::impl {
     parallel_units(cpu_threads(p), p.planes * units.per_plane(), [&](long long u) {
       const auto [plane, y0, y1, x0, n] = units.at(u);
       const long long ext_w = n + kw - 1;
-      thread_local std::vector<float> ring;
+      thread_local line_vector<float> ring;
       thread_local std::vector<const float*> rows, source;
       const long long stride = ring_stride(ext_w);
       ring.resize((std::size_t)(kh * stride));

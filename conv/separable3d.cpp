@@ -41,7 +41,7 @@ class cpu3d_separable final : public plan3d::impl {
       const T* src = in + v * D * H * W;
       // rows: t1 row (z, y) from source row (z, y) extended along x
       parallel_units(threads, D * H, [&](long long r) {
-        thread_local std::vector<float> ext;
+        thread_local line_vector<float> ext;
         ext.resize(std::size_t(span));
         const float* row = source_row(src + r * W, W, first, span, b, outside.rows, ext.data());
         taps_rows(&row, f_.row.data(), 1, p.kw, g.out_w, t1 + r * g.out_w);

@@ -45,7 +45,7 @@ class cpu_separable final : public plan::impl {
     parallel_units(cpu_threads(p), p.planes * units.per_plane(), [&](long long u) {
       const auto [plane, y0, y1, x0, n] = units.at(u);
       const long long ext_w = n + kw - 1;
-      thread_local std::vector<float> ext, ring;
+      thread_local line_vector<float> ext, ring;
       thread_local std::vector<const float*> rows;
       ext.resize((std::size_t)(row_taps_pad + ext_w));
       // a ring of kh + column_block - 1 filtered rows (the column pass's last block of output
@@ -143,8 +143,8 @@ class cpu_separable final : public plan::impl {
     parallel_units(cpu_threads(p), p.planes * units.per_plane(), [&](long long u) {
       const auto [plane, y0, y1, x0, n] = units.at(u);
       const long long w = vnni_width(n), span = n + kw - 1;
-      thread_local std::vector<std::int16_t> ext, filtered;
-      thread_local std::vector<std::int32_t> ring;
+      thread_local line_vector<std::int16_t> ext, filtered;
+      thread_local line_vector<std::int32_t> ring;
       thread_local std::vector<const std::int32_t*> rows;
       ext.assign((std::size_t)vnni_ext_length(n, kw), 0);
       filtered.resize((std::size_t)(2 * w));

@@ -35,7 +35,7 @@ void transpose(const float* in, long long in_stride, float* out, long long out_s
 
 }  // namespace
 
-void split_twiddle_table(int n, std::vector<float>& re, std::vector<float>& im) {
+void split_twiddle_table(int n, line_vector<float>& re, line_vector<float>& im) {
   const auto t = twiddle_table<float>(n);
   re.resize(n);
   im.resize(n);
@@ -54,8 +54,8 @@ real_2d_tile_plan::real_2d_tile_plan(int th, int tw, const tile_kernels& kernels
 real_2d_tile_plan::workspace real_2d_tile_plan::make_workspace() const {
   const std::size_t z = (std::size_t)half_ * tw_, x = (std::size_t)(half_ + 1) * tw_, s = (std::size_t)spectrum_floats();
   const std::size_t scratch = z > s ? z : s;
-  return {std::vector<float>(z), std::vector<float>(z), std::vector<float>(x), std::vector<float>(x),
-          std::vector<float>(s), std::vector<float>(s), std::vector<float>(scratch), std::vector<float>(scratch)};
+  return {line_vector<float>(z), line_vector<float>(z), line_vector<float>(x), line_vector<float>(x),
+          line_vector<float>(s), line_vector<float>(s), line_vector<float>(scratch), line_vector<float>(scratch)};
 }
 
 void real_2d_tile_plan::forward(workspace& ws) const {

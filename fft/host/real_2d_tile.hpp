@@ -12,12 +12,13 @@
 #pragma once
 #include <vector>
 
+#include "line_vector.hpp"
 #include "tile_kernels.hpp"
 
 namespace gpuconv::fft::host {
 
 // W_n^e (e < n) as split re / im planes: tile_kernels' table for n/2-point transforms.
-void split_twiddle_table(int n, std::vector<float>& re, std::vector<float>& im);
+void split_twiddle_table(int n, line_vector<float>& re, line_vector<float>& im);
 
 class real_2d_tile_plan {
  public:
@@ -27,7 +28,7 @@ class real_2d_tile_plan {
 
   // Per-thread buffers; spectrum planes are spectrum_floats() each, zero-initialised.
   struct workspace {
-    std::vector<float> z_re, z_im, x_re, x_im, s_re, s_im, scratch_re, scratch_im;
+    line_vector<float> z_re, z_im, x_re, x_im, s_re, s_im, scratch_re, scratch_im;
   };
   workspace make_workspace() const;
 
@@ -47,7 +48,7 @@ class real_2d_tile_plan {
  private:
   int th_, tw_, half_, lanes_;
   const tile_kernels& k_;
-  std::vector<float> col_re_, col_im_, row_re_, row_im_;  // W_th^e (e < th), W_{2tw}^e (e < 2tw)
+  line_vector<float> col_re_, col_im_, row_re_, row_im_;  // W_th^e (e < th), W_{2tw}^e (e < 2tw)
 };
 
 }  // namespace gpuconv::fft::host
