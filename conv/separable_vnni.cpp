@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <utility>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -122,27 +123,59 @@ std::vector<fixed_rank1> fixed_bank(const rank1_factors& f, int count, int kh, i
 
 namespace {
 
+// The row pass's tap pair m for B blocks, d(b) its source pairs (from dword m of block b on):
+// the even outputs' weight (0 past row_even: even kw's odd outputs have one more) and the odd's
+template <int B>
+GPUCONV_VNNI inline __attribute__((always_inline)) void row_tap(const __m512i* d, int m, const fixed_rank1& f, __m512i* e,
+                                                                __m512i* o) {
+  const std::int32_t even = m < (int)f.row_even.size() ? f.row_even[(std::size_t)m] : 0;
+  const __m512i we = _mm512_set1_epi32(even), wo = _mm512_set1_epi32(f.row_odd[(std::size_t)m]);
+#pragma GCC unroll 4
+  for (int b = 0; b < B; ++b) {
+    e[b] = _mm512_dpwssd_epi32(e[b], d[b], we);
+    o[b] = _mm512_dpwssd_epi32(o[b], d[b], wo);
+  }
+}
+
+// Tap pair 16 g + S: v[b] shifted down by S dwords with v[b + 1]'s first S following (valignd,
+// where an unaligned load at 4 m bytes would split two cache lines)
+template <int B, int S>
+GPUCONV_VNNI inline __attribute__((always_inline)) void row_shifted(const __m512i* v, int g, const fixed_rank1& f,
+                                                                    __m512i* e, __m512i* o) {
+  __m512i d[B];
+#pragma GCC unroll 4
+  for (int b = 0; b < B; ++b) d[b] = S == 0 ? v[b] : _mm512_alignr_epi32(v[b + 1], v[b], S);
+  row_tap<B>(d, 16 * g + S, f, e, o);
+}
+
+template <int B, int... S>
+GPUCONV_VNNI inline __attribute__((always_inline)) void row_taps16(const __m512i* v, int g, const fixed_rank1& f,
+                                                                   __m512i* e, __m512i* o,
+                                                                   std::integer_sequence<int, S...>) {
+  (row_shifted<B, S>(v, g, f, e, o), ...);
+}
+
 // t for blocks of B x 32 outputs: even outputs in e[b], odd ones in o[b], each lane one pair of
-// the source as stored; rounded, shifted and interleaved back into 32 int16 a block
+// the source as stored (whole groups of 16 tap pairs from aligned loads where ext + x is on a
+// cache line, the rest from loads at each pair); rounded, shifted and interleaved back into 32
+// int16 a block
 template <int B>
 GPUCONV_VNNI inline __attribute__((always_inline)) void row_blocks(const std::int16_t* ext, const fixed_rank1& f,
                                                                    std::int16_t* t) {
   __m512i e[B], o[B];
   for (int b = 0; b < B; ++b) e[b] = o[b] = _mm512_setzero_si512();
-  const int me = (int)f.row_even.size(), mo = (int)f.row_odd.size();
-  for (int m = 0; m < me; ++m) {
-    const __m512i we = _mm512_set1_epi32(f.row_even[(std::size_t)m]), wo = _mm512_set1_epi32(f.row_odd[(std::size_t)m]);
-#pragma GCC unroll 4
-    for (int b = 0; b < B; ++b) {
-      const __m512i d = _mm512_loadu_si512(ext + 32 * b + 2 * m);
-      e[b] = _mm512_dpwssd_epi32(e[b], d, we);
-      o[b] = _mm512_dpwssd_epi32(o[b], d, wo);
-    }
+  const int mo = (int)f.row_odd.size(), groups = mo / 16;  // mo >= row_even.size()
+  for (int g = 0; g < groups; ++g) {
+    __m512i v[B + 1];
+#pragma GCC unroll 5
+    for (int b = 0; b <= B; ++b) v[b] = _mm512_loadu_si512(ext + 32 * (b + g));
+    row_taps16<B>(v, g, f, e, o, std::make_integer_sequence<int, 16>());
   }
-  if (mo > me) {  // even kw: the odd outputs' last pair (the last tap, then 0)
-    const __m512i wo = _mm512_set1_epi32(f.row_odd[(std::size_t)me]);
+  for (int m = 16 * groups; m < mo; ++m) {
+    __m512i d[B];
 #pragma GCC unroll 4
-    for (int b = 0; b < B; ++b) o[b] = _mm512_dpwssd_epi32(o[b], _mm512_loadu_si512(ext + 32 * b + 2 * me), wo);
+    for (int b = 0; b < B; ++b) d[b] = _mm512_loadu_si512(ext + 32 * b + 2 * m);
+    row_tap<B>(d, m, f, e, o);
   }
   const int sh = f.row_shift;
   const __m512i bias = _mm512_set1_epi32(sh > 0 ? 1 << (sh - 1) : 0);
