@@ -17,7 +17,7 @@
 
 #include "backend.hpp"
 #include "cpu_pool.hpp"
-#include "fft/host/line_vector.hpp"
+#include "../fft/host/line_vector.hpp"
 
 namespace gpuconv::conv {
 
