@@ -551,10 +551,10 @@ template <typename T>
 [[gnu::target("arch=x86-64-v4")]] void row_taps16_avx512(const T* const* src, const float* k, int kw, long long n,
                                                           float* const* out) {
   constexpr long long chunk = 512;
-  thread_local std::vector<float> buffer;
-  buffer.resize(std::size_t(16 * (chunk + kw + 15) + 16));
-  // columns[x]: the 16 rows' values at column x (64-byte aligned)
-  float* const columns = buffer.data() + (16 - (reinterpret_cast<std::uintptr_t>(buffer.data()) / 4) % 16) % 16;
+  // columns[x]: the 16 rows' values at column x (a cache line each)
+  thread_local line_vector<float> buffer;
+  buffer.resize(std::size_t(16 * (chunk + kw + 15)));
+  float* const columns = buffer.data();
   for (long long c0 = 0; c0 < n; c0 += chunk) {
     const long long t0 = std::min(c0, n - std::min(chunk, n)), m = std::min(chunk, n - t0);
     const long long width = m + kw - 1;  // source columns t0 .. t0 + width - 1
