@@ -49,28 +49,31 @@ class cpu_fft final : public plan::impl {
     const tile_map& m = prob.map;
     const float outside = outside_value(prob, px);
     const long long total = prob.total_tiles();
-    std::atomic<long long> next{0};
+    const int threads = (int)std::max<long long>(1, std::min<long long>(cpu_threads(prob), total));
+    guided_units units(total, threads);
+    auto tile = [&](long long g, tile_plan::workspace& ws) {
+      const auto at = m.locate(g);
+      const long long x_first = at.tx * m.valid_w + m.ox - (m.kw - 1), y_first = at.ty * m.valid_h + m.oy - (m.kh - 1);
+      for (int u = 0; u < m.tile_h; ++u) {
+        const int r = border_index(y_first + u, (int)m.height, m.border);
+        extend_row(r < 0 ? nullptr : in + (at.plane * m.height + r) * m.width, m.width, x_first, m.tile_w, m.border,
+                   outside, row(ws, u));
+      }
+      fft_.forward(ws);
+      fft_.multiply(ws, spectra_re_[at.kernel].data(), spectra_im_[at.kernel].data());
+      fft_.inverse(ws);
+      const long long y0 = at.ty * m.valid_h, x0 = at.tx * m.valid_w;
+      const long long rows = std::min<long long>(m.valid_h, m.out_h - y0), cols = std::min<long long>(m.valid_w, m.out_w - x0);
+      for (long long a = 0; a < rows; ++a)
+        store_row(row(ws, (int)a + m.kh - 1) + (m.kw - 1), cols,
+                  out + ((at.plane * m.kernels + at.kernel) * m.out_h + y0 + a) * m.out_w + x0);
+    };
     auto worker = [&] {
       auto ws = fft_.make_workspace();
-      for (long long g = next++; g < total; g = next++) {
-        const auto at = m.locate(g);
-        const long long x_first = at.tx * m.valid_w + m.ox - (m.kw - 1), y_first = at.ty * m.valid_h + m.oy - (m.kh - 1);
-        for (int u = 0; u < m.tile_h; ++u) {
-          const int r = border_index(y_first + u, (int)m.height, m.border);
-          extend_row(r < 0 ? nullptr : in + (at.plane * m.height + r) * m.width, m.width, x_first, m.tile_w, m.border,
-                     outside, row(ws, u));
-        }
-        fft_.forward(ws);
-        fft_.multiply(ws, spectra_re_[at.kernel].data(), spectra_im_[at.kernel].data());
-        fft_.inverse(ws);
-        const long long y0 = at.ty * m.valid_h, x0 = at.tx * m.valid_w;
-        const long long rows = std::min<long long>(m.valid_h, m.out_h - y0), cols = std::min<long long>(m.valid_w, m.out_w - x0);
-        for (long long a = 0; a < rows; ++a)
-          store_row(row(ws, (int)a + m.kh - 1) + (m.kw - 1), cols,
-                    out + ((at.plane * m.kernels + at.kernel) * m.out_h + y0 + a) * m.out_w + x0);
-      }
+      for (auto run = units.next(); run.first < run.second; run = units.next())
+        for (long long g = run.first; g < run.second; ++g) tile(g, ws);
     };
-    run_on_threads((int)std::max<long long>(1, std::min<long long>(cpu_threads(prob), total)), worker);
+    run_on_threads(threads, worker);
   }
 
   tile_plan fft_;

@@ -7,6 +7,7 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <utility>
 
 namespace gpuconv::conv {
 
@@ -31,5 +32,30 @@ void parallel_units(int threads, long long units, F&& f) {
   };
   run_on_threads((int)std::min<long long>(std::max(threads, 1), units), worker);
 }
+
+// Units [0, total) handed out to `threads` threads in runs of consecutive units, each a
+// 1 / (2 threads) share of what is left (at least one): long runs while there is much to do,
+// single units at the end, so that the threads still finish together. For the FFT method's
+// tiles: a thread's consecutive tiles share input rows (read again from its own caches) and
+// the cache lines where one tile's output rows end and the next one's begin (with one tile a
+// grab, those lines passed between the cores that wrote the two neighbours at the same time).
+class guided_units {
+ public:
+  guided_units(long long total, int threads) : total_(total), share_(2LL * std::max(threads, 1)) {}
+  // the next run [first, last); first == last once none is left
+  std::pair<long long, long long> next() {
+    long long first = next_.load(std::memory_order_relaxed);
+    for (;;) {
+      const long long left = total_ - first;
+      if (left <= 0) return {total_, total_};
+      const long long take = std::max<long long>(1, left / share_);
+      if (next_.compare_exchange_weak(first, first + take, std::memory_order_relaxed)) return {first, first + take};
+    }
+  }
+
+ private:
+  const long long total_, share_;
+  std::atomic<long long> next_{0};
+};
 
 }  // namespace gpuconv::conv

@@ -329,6 +329,38 @@ TEST_CASE("CPU separable: rows read in place and extended at the boundary, every
   }
 }
 
+TEST_CASE("CPU guided_units: every unit once, in runs that shrink to single units", "[conv]") {
+  for (const long long total : {0LL, 1LL, 5LL, 31LL, 1764LL, 100000LL})
+    for (const int threads : {1, 2, 3, 16}) {
+      INFO("total " << total << ", threads " << threads);
+      // one thread: the runs in order, each a 1 / (2 threads) share of what is left
+      guided_units one(total, threads);
+      long long at = 0, runs = 0;
+      for (auto r = one.next(); r.first < r.second; r = one.next(), ++runs) {
+        CHECK(r.first == at);
+        CHECK(r.second - r.first == std::max<long long>(1, (total - at) / (2LL * threads)));
+        at = r.second;
+      }
+      CHECK(at == total);
+      CHECK(one.next() == std::pair<long long, long long>(total, total));
+      if (total >= 4LL * threads) CHECK(runs < total);  // the first run longer than one unit
+      // several threads at once: each unit handed out exactly once
+      guided_units shared(total, threads);
+      std::vector<int> seen(std::size_t(total), 0);
+      std::vector<std::vector<std::pair<long long, long long>>> got{std::size_t(threads)};
+      std::vector<std::thread> ts;
+      for (int t = 0; t < threads; ++t)
+        ts.emplace_back([&, t] {
+          for (auto r = shared.next(); r.first < r.second; r = shared.next()) got[std::size_t(t)].push_back(r);
+        });
+      for (auto& t : ts) t.join();
+      for (const auto& runs_of_one : got)
+        for (const auto& r : runs_of_one)
+          for (long long u = r.first; u < r.second; ++u) ++seen[std::size_t(u)];
+      CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+    }
+}
+
 TEST_CASE("CPU thread pool: any thread count, plans executed from several threads at once", "[conv]") {
   // one pool serves one call at a time; calls that find it busy start their own threads.
   // Units are summed in the same order whichever thread takes them: results are identical.
