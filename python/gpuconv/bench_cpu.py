@@ -13,7 +13,7 @@ starts on idle cores (OpenCV's workers spin for a while after a call). Ratios ab
 gpuconv is faster. Results are checked (float: relative L2; uint8: largest difference in levels).
 
 Then thread scaling (``--scaling``, on by default), K=31, timed with 1, 2, 4, ... up to T threads,
-gpuconv and OpenCV alike: 4096^2 float32 dense and gaussian, 4096^2 uint8 gaussian, 12 MP RGB
+gpuconv and OpenCV alike, every thread count in every round: 4096^2 float32 dense and gaussian, 4096^2 uint8 gaussian, 12 MP RGB
 uint8 gaussian; parallel efficiency = time on one thread / (threads x time on them).
 
 Needs cv2 (opencv-python); without it says so and exits 0. This is the run for the 16-core GPU
@@ -35,19 +35,29 @@ import gpuconv
 KERNELS = [3, 7, 15, 31, 63, 127]
 
 
-def interleaved_ms(ours: Callable[[], Any], theirs: Callable[[], Any], repeat: int) -> Tuple[float, float]:
-    """Medians (ms) of `repeat` interleaved rounds {ours, theirs}, after a warm-up of each; each
-    timed call starts after a 20 ms pause."""
-    ours()
-    theirs()
-    times: Tuple[List[float], List[float]] = ([], [])
+def interleaved_medians(calls: List[Tuple[Callable[[], Any], Callable[[], Any]]], repeat: int) -> List[float]:
+    """Medians (ms) of `repeat` interleaved rounds over `calls`, (prepare, call) pairs: every call
+    once a round, in order, after a warm-up of each; prepare runs untimed before its call, then a
+    20 ms pause, then the timed call."""
+    for prepare, call in calls:
+        prepare()
+        call()
+    times: List[List[float]] = [[] for _ in calls]
     for _ in range(repeat):
-        for call, into in ((ours, times[0]), (theirs, times[1])):
+        for (prepare, call), into in zip(calls, times):
+            prepare()
             time.sleep(0.02)
             t0 = time.perf_counter()
             call()
             into.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times[0]), statistics.median(times[1])
+    return [statistics.median(t) for t in times]
+
+
+def interleaved_ms(ours: Callable[[], Any], theirs: Callable[[], Any], repeat: int) -> Tuple[float, float]:
+    """Medians (ms) of `repeat` interleaved rounds {ours, theirs}, after a warm-up of each; each
+    timed call starts after a 20 ms pause."""
+    ours_ms, theirs_ms = interleaved_medians([(lambda: None, ours), (lambda: None, theirs)], repeat)
+    return ours_ms, theirs_ms
 
 
 def gaussian_1d(k: int) -> np.ndarray:
@@ -166,16 +176,19 @@ def scaling_table(cv2: Any, square: np.ndarray, photo: np.ndarray, planar: np.nd
     print(f"{'case':<16} {'threads':>7} | {'gpuconv ms':>10} {'eff':>5} | {'OpenCV ms':>9} {'eff':>5}")
     rows = []
     for name, image, kernel, opencv in cases:
-        ours_1 = cv_1 = 0.0
+        # every thread count in every round (the host's drift between rounds falls on all alike:
+        # one thread's time moved by a third between rounds on the GPU host, session 38)
+        calls = []
         for t in counts:
             plan = gpuconv.Plan(image.shape, kernel, boundary="reflect101", correlate=True, device="cpu", threads=t)
             out = np.empty(plan.output_shape, image.dtype)
-            cv2.setNumThreads(t)
-            ours, theirs = interleaved_ms(lambda: plan(image, out=out), opencv, repeat)
-            if t == 1:
-                ours_1, cv_1 = ours, theirs
-            eff_ours = ours_1 / (t * ours) if ours_1 else float("nan")
-            eff_cv = cv_1 / (t * theirs) if cv_1 else float("nan")
+            calls.append((lambda: None, lambda plan=plan, out=out: plan(image, out=out)))
+            calls.append((lambda t=t: cv2.setNumThreads(t), opencv))
+        medians = interleaved_medians(calls, repeat)
+        ours_1, cv_1 = medians[0], medians[1]
+        for i, t in enumerate(counts):
+            ours, theirs = medians[2 * i], medians[2 * i + 1]
+            eff_ours, eff_cv = ours_1 / (t * ours), cv_1 / (t * theirs)
             print(f"{name:<16} {t:>7} | {ours:>10.2f} {eff_ours:>5.0%} | {theirs:>9.2f} {eff_cv:>5.0%}", flush=True)
             rows.append((name, t, ours, eff_ours, theirs, eff_cv))
     return rows
