@@ -5,6 +5,14 @@
 // only for the workers already inside: a small image does not wait for wake-ups. The pool is never destroyed: its workers
 // sleep on the condition variable until the process ends, so no static destructor can race
 // a call made during exit.
+// Where the workers wake: on the KVM guests measured (the 2-vCPU CI machine; see
+// scripts/cpu-pool-wake-probe.cpp) the kernel often woke a parked worker on the CPU of the
+// thread that woke it - the caller, busy with its own share - though the other CPUs were idle,
+// and the worker then waited for the caller's time slice to end: after 20 ms idle the second of
+// two threads started 3.8 ms into the call, on the caller's CPU, in 46 of 55 calls. So on Linux
+// each call first narrows every worker it wants to one CPU of its own (the caller's allowed
+// CPUs after the caller's, in turn), where the kernel must wake it, and each worker widens its
+// affinity back to the caller's allowed CPUs as it starts (or skips) the call.
 #include "cpu_pool.hpp"
 
 #include <condition_variable>
@@ -13,9 +21,35 @@
 #include <thread>
 #include <vector>
 
+#ifdef __linux__
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace gpuconv::conv {
 
 namespace {
+
+#ifdef __linux__
+// One CPU a worker for a call, and the set they return to.
+struct placement {
+  cpu_set_t allowed;      // the caller's
+  std::vector<int> cpus;  // worker w -> cpus[w % size]: the allowed CPUs after the caller's, in turn
+  bool make(int workers) {
+    cpus.clear();
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return false;
+    const int here = sched_getcpu();
+    for (int step = 1; step <= CPU_SETSIZE && (int)cpus.size() < workers; ++step) {
+      const int c = ((here < 0 ? 0 : here) + step) % CPU_SETSIZE;
+      if (CPU_ISSET(c, &allowed) && c != here) cpus.push_back(c);
+    }
+    return !cpus.empty();
+  }
+};
+
+bool set_affinity(pid_t tid, const cpu_set_t& set) { return sched_setaffinity(tid, sizeof set, &set) == 0; }
+#endif
 
 class pool {
  public:
@@ -28,14 +62,26 @@ class pool {
       std::lock_guard<std::mutex> lock(m_);
       while ((int)workers_.size() < helpers) {
         const int w = (int)workers_.size();
-        workers_.emplace_back([this, w, start = generation_] { work(w, start); });
-        workers_.back().detach();
+        workers_.emplace_back();
+        std::thread([this, w, start = generation_] { work(w, start); }).detach();
       }
       body_ = body;
       context_ = context;
       wanted_ = helpers;
       open_ = true;
       ++generation_;
+#ifdef __linux__
+      // workers that have parked once (their thread id known) wake on a CPU of their own
+      if (placement_.make(helpers))
+        for (int w = 0; w < helpers; ++w) {
+          worker& k = workers_[w];
+          if (k.tid <= 0) continue;
+          cpu_set_t one;
+          CPU_ZERO(&one);
+          CPU_SET(placement_.cpus[w % placement_.cpus.size()], &one);
+          k.narrowed = set_affinity(k.tid, one) || k.narrowed;
+        }
+#endif
     }
     wake_.notify_all();
     body(context);
@@ -46,32 +92,53 @@ class pool {
   }
 
  private:
+  struct worker {
+#ifdef __linux__
+    pid_t tid = 0;
+#endif
+    bool narrowed = false;  // its affinity is one CPU, until it wakes
+  };
+
   // start: the generation before the call that created this worker (it runs that call too)
   void work(int w, std::uint64_t seen) {
     std::unique_lock<std::mutex> lock(m_);
+#ifdef __linux__
+    workers_[w].tid = (pid_t)syscall(SYS_gettid);
+#endif
     for (;;) {
       wake_.wait(lock, [&] { return generation_ != seen; });
       seen = generation_;
-      if (w >= wanted_ || !open_) continue;
-      ++running_;
+      const bool run = w < wanted_ && open_;
+      if (run) ++running_;
       auto* body = body_;
       void* context = context_;
+#ifdef __linux__
+      const bool narrowed = workers_[w].narrowed;
+      workers_[w].narrowed = false;
+      const cpu_set_t allowed = placement_.allowed;
+#endif
       lock.unlock();
-      body(context);
+#ifdef __linux__
+      if (narrowed) set_affinity(0, allowed);  // back to the caller's CPUs (the kernel may move it again)
+#endif
+      if (run) body(context);
       lock.lock();
-      if (--running_ == 0) done_.notify_one();
+      if (run && --running_ == 0) done_.notify_one();
     }
   }
 
   std::mutex busy_;  // held by the call using the pool
   std::mutex m_;
   std::condition_variable wake_, done_;
-  std::vector<std::thread> workers_;
+  std::vector<worker> workers_;  // each one's state (the threads are detached)
   void (*body_)(void*) = nullptr;
   void* context_ = nullptr;
   int wanted_ = 0, running_ = 0;  // running_: workers inside this call's body
   bool open_ = false;              // the call has not finished its own share yet
   std::uint64_t generation_ = 0;
+#ifdef __linux__
+  placement placement_;  // this call's, under m_
+#endif
 };
 
 }  // namespace

@@ -16,6 +16,9 @@
 #include <cstring>
 #include <limits>
 #include <thread>
+#ifdef __linux__
+#include <sched.h>
+#endif
 #include <vector>
 
 #include "conv/backend.hpp"
@@ -360,6 +363,32 @@ TEST_CASE("CPU guided_units: every unit once, in runs that shrink to single unit
       CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
     }
 }
+
+#ifdef __linux__
+TEST_CASE("CPU thread pool: every thread of a call may run on all of the caller's CPUs", "[conv]") {
+  // the pool narrows each worker to one CPU for its wake-up and widens it again as it starts:
+  // inside the body (and after calls that a worker skipped) no thread is left on one CPU
+  cpu_set_t mine;
+  REQUIRE(sched_getaffinity(0, sizeof mine, &mine) == 0);
+  const int allowed = CPU_COUNT(&mine);
+  for (int threads : {2, 3, 8, 2, 16, 1, 5}) {
+    INFO("threads " << threads);
+    for (int call = 0; call < 20; ++call) {
+      std::atomic<int> arrived{0}, narrower{0};
+      auto body = [&] {
+        cpu_set_t now;
+        if (sched_getaffinity(0, sizeof now, &now) != 0 || CPU_COUNT(&now) != allowed) ++narrower;
+        ++arrived;
+        // wait (a little) for the others, so that the call has `threads` threads in it
+        for (int spin = 0; arrived.load() < threads && spin < 2000000; ++spin) std::this_thread::yield();
+      };
+      run_on_threads(threads, body);
+      CHECK(narrower.load() == 0);
+      CHECK(arrived.load() >= 1);
+    }
+  }
+}
+#endif
 
 TEST_CASE("CPU thread pool: any thread count, plans executed from several threads at once", "[conv]") {
   // one pool serves one call at a time; calls that find it busy start their own threads.
