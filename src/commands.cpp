@@ -232,12 +232,18 @@ int run_convolve(const cli_options& o, std::ostream& err) {
     }
   }
   if (interrupted()) return interrupt_exit_code();
-  if (encoded.empty()) {
-    encoded = encode_output(out, result.image, s.codec);
-    timer.mark("encode", "CPU, OpenCV");
+  if (encoded.empty() && tiff_written_directly(out, result.image)) {
+    timer.mark("encode", "none: gpuconv's TIFF writer, uncompressed float");
+    const std::uint64_t size = write_tiff_pages(out, {result.image});
+    timer.mark("write", std::to_string(size) + " bytes, from the image's rows");
+  } else {
+    if (encoded.empty()) {
+      encoded = encode_output(out, result.image, s.codec);
+      timer.mark("encode", "CPU, OpenCV");
+    }
+    write_bytes_atomic(out, encoded, true);
+    timer.mark("write", std::to_string(encoded.size()) + " bytes");
   }
-  write_bytes_atomic(out, encoded, true);
-  timer.mark("write", std::to_string(encoded.size()) + " bytes");
   // The process ends after this command (main): its GPU buffers are left to the exit, which
   // releases them with the context (freeing them one by one took 28 ms on the H100; the exit
   // took no longer with them held).

@@ -19,6 +19,7 @@
 #include "atomic_write.hpp"
 #include "errors.hpp"
 #include "kernel_io.hpp"
+#include "stack_io.hpp"
 
 namespace gpuconv::app {
 
@@ -318,14 +319,23 @@ std::vector<int> write_params(const fs::path& file, const cv::Mat& image, const 
   return {};
 }
 
+bool tiff_written_directly(const fs::path& file, const cv::Mat& image) {
+  return image.channels() == 1 && image.depth() == CV_32F && ext_in(file, {".tif", ".tiff"});
+}
+
 void write_output(const fs::path& file, const cv::Mat& image, bool overwrite, const codec_options& codec) {
   const cv::Mat m = for_writing(image);
+  if (tiff_written_directly(file, m)) {
+    write_tiff_pages(file, {m}, overwrite);
+    return;
+  }
   write_image_atomic(file, m, overwrite, write_params(file, m, codec));
 }
 
 std::vector<unsigned char> encode_output(const fs::path& file, const cv::Mat& image, const codec_options& codec) {
   const cv::Mat m = for_writing(image);
   const std::string name = "output '" + file.string() + "'";
+  if (tiff_written_directly(file, m)) return tiff_stack_bytes({m}, file);
   std::vector<unsigned char> bytes;
   try {
     if (is_jpeg_name(file) && codec.jpeg_threads > 1)

@@ -532,14 +532,19 @@ void tiff_stack_emit(const tiff_layout_out& t, const std::vector<cv::Mat>& pages
   }
 }
 
-void write_pages(const fs::path& file, const std::vector<cv::Mat>& pages) {
+}  // namespace
+
+std::uint64_t write_tiff_pages(const fs::path& file, const std::vector<cv::Mat>& pages, bool overwrite) {
   const tiff_layout_out t = tiff_stack_layout(pages, "output '" + file.string() + "'");
   std::vector<byte_span> spans;
-  tiff_stack_emit(t, pages, [&](const unsigned char* d, std::size_t n) { spans.push_back({d, n}); });
-  write_spans_atomic(file, spans, true);
+  std::uint64_t size = 0;
+  tiff_stack_emit(t, pages, [&](const unsigned char* d, std::size_t n) {
+    spans.push_back({d, n});
+    size += n;
+  });
+  write_spans_atomic(file, spans, overwrite);
+  return size;
 }
-
-}  // namespace
 
 std::vector<unsigned char> tiff_stack_bytes(const std::vector<cv::Mat>& pages, const fs::path& file) {
   const tiff_layout_out t = tiff_stack_layout(pages, "output '" + file.string() + "'");
@@ -584,13 +589,13 @@ void write_stack_stored(const fs::path& file, const stored_volume& v) {
   const std::size_t page_bytes = std::size_t(v.height * v.width) * CV_ELEM_SIZE(v.cv_depth);
   for (long long z = 0; z < v.depth; ++z)
     pages.emplace_back(int(v.height), int(v.width), v.cv_depth, const_cast<unsigned char*>(v.bytes.data()) + z * page_bytes);
-  write_pages(file, pages);
+  write_tiff_pages(file, pages);
 }
 
 long long write_stack(const fs::path& file, const volume& v, int cv_depth, double scale, double offset) {
   long long clipped = 0;
   const std::vector<cv::Mat> pages = volume_pages(v, cv_depth, scale, offset, clipped);
-  write_pages(file, pages);
+  write_tiff_pages(file, pages);
   return clipped;
 }
 

@@ -12,6 +12,7 @@
 // - at most max_image_pixels() voxels in all (2^28, GPUCONV_MAX_PIXELS), checked from the
 //   first page's header and the page count before decoding.
 #pragma once
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -86,6 +87,10 @@ std::vector<unsigned char> tiff_stack_bytes(const std::vector<cv::Mat>& pages, c
 // (NaN included). Float pages are not rounded; with scale 1 and offset 0 they are views of
 // v's values (no copy), valid while v is.
 std::vector<cv::Mat> volume_pages(const volume& v, int cv_depth, double scale, double offset, long long& clipped);
+
+// tiff_stack_bytes' TIFF written atomically from where the pages' samples lie
+// (write_spans_atomic: no copy of the samples); returns the file's size in bytes.
+std::uint64_t write_tiff_pages(const std::filesystem::path& file, const std::vector<cv::Mat>& pages, bool overwrite = true);
 
 // Throws usage_error unless `file` ends in .tif or .tiff: stacks are written as TIFF only.
 void check_stack_output(const std::filesystem::path& file);

@@ -36,6 +36,31 @@ TEST_CASE("round trips through the atomic writer: 8U/16U/32F x 1/3/4 channels", 
   CHECK(test::temp_files_under(dir.path()).empty());
 }
 
+TEST_CASE("1-channel float TIFF: gpuconv's own writer, encode_output's bytes, OpenCV reads it back", "[app]") {
+  test::scratch_dir dir;
+  const cv::Mat img = test::test_image(37, 53, CV_32FC1, 5);
+  CHECK(tiff_written_directly(dir / "a.tif", img));
+  CHECK(tiff_written_directly(dir / "a.TIFF", img));
+  CHECK_FALSE(tiff_written_directly(dir / "a.tif", test::test_image(4, 4, CV_32FC3)));
+  CHECK_FALSE(tiff_written_directly(dir / "a.tif", test::test_image(4, 4, CV_16UC1)));
+  CHECK_FALSE(tiff_written_directly(dir / "a.exr", img));
+  const cv::Mat roi = img(cv::Rect(3, 2, 40, 30));  // rows not contiguous
+  for (const cv::Mat& m : {img, roi}) {
+    INFO("continuous " << m.isContinuous());
+    const auto file = dir / "f.tif";
+    write_output(file, m);
+    const cv::Mat back = read_image(file);
+    REQUIRE(back.type() == CV_32FC1);
+    CHECK(cv::norm(back, m, cv::NORM_INF) == 0);
+    const std::vector<unsigned char> bytes = encode_output(file, m);
+    CHECK(test::read_file(file) == std::string(bytes.begin(), bytes.end()));
+  }
+  write_output(dir / "keep.tif", img);
+  CHECK_THROWS_AS(write_output(dir / "keep.tif", roi, false), output_error);
+  CHECK(cv::norm(read_image(dir / "keep.tif"), img, cv::NORM_INF) == 0);
+  CHECK(test::temp_files_under(dir.path()).empty());
+}
+
 TEST_CASE("atomic writer: no overwrite without permission, temp removed on failure", "[app]") {
   test::scratch_dir dir;
   const cv::Mat img = test::test_image(8, 8, CV_8UC3);
