@@ -80,7 +80,7 @@ long long count_clipped(const std::vector<cv::Mat>& planes, double top) {
 
 // Interleaved -> float planes with OpenCV's vectorised primitives: split, convertTo (stored units,
 // no scaling) into headers over the planar buffers, multiply for premultiplication.
-planar_image to_planes(const cv::Mat& image, alpha_mode alpha, int threads) {
+planar_image to_planes(const cv::Mat& image, alpha_mode alpha, int threads, bool view) {
   planar_image p;
   p.height = image.rows;
   p.width = image.cols;
@@ -93,6 +93,10 @@ planar_image to_planes(const cv::Mat& image, alpha_mode alpha, int threads) {
   p.alpha = alpha;
   const bool keep = p.has_alpha && alpha == alpha_mode::keep;
   p.conv_planes = p.colour + (p.has_alpha && !keep);
+  if (view && p.channels == 1 && p.input_depth == CV_32F && image.isContinuous()) {
+    p.source = image.ptr<float>();  // the samples as they are: nothing to convert
+    return p;
+  }
   p.planes.resize(std::size_t(p.height) * p.width * p.conv_planes);
   if (keep) p.kept_alpha.resize(std::size_t(p.height) * p.width);
 
@@ -252,7 +256,16 @@ void convolver::run(planar_image& p) {
   p.shift_y = g.oy - (kernel_.height - 1) / 2;
   p.shift_x = g.ox - (kernel_.width - 1) / 2;
   const std::size_t in_area = std::size_t(p.height) * p.width, out_area = std::size_t(g.out_h) * g.out_w;
-  p.result.resize(out_area * p.conv_planes);
+  float* result = nullptr;
+  if (result_is_output(p, settings_)) {
+    p.result_image.create(int(g.out_h), int(g.out_w), CV_32F);
+    app::advise_huge_pages(p.result_image.data, p.result_image.total() * sizeof(float));
+    result = p.result_image.ptr<float>();
+  } else {
+    p.result.resize(out_area * p.conv_planes);
+    result = p.result.data();
+  }
+  const float* input = p.source ? p.source : p.planes.data();
 
   // Outside a 'constant' border every channel is V; premultiplied colour is then V * V / max,
   // so colour and alpha need plans with different outside values.
@@ -260,13 +273,14 @@ void convolver::run(planar_image& p) {
   const bool split = settings_.semantics.border == conv::boundary::constant && p.has_alpha &&
                      p.alpha == alpha_mode::premultiply;
   if (!split) {
-    host_plans_.get(p.height, p.width, p.conv_planes, v).execute(p.planes.data(), p.result.data());
+    host_plans_.get(p.height, p.width, p.conv_planes, v).execute(input, result);
   } else {
     const float colour_v = float(double(v) * v / alpha_max(p.input_depth));
-    host_plans_.get(p.height, p.width, p.colour, colour_v).execute(p.planes.data(), p.result.data());
-    host_plans_.get(p.height, p.width, 1, v).execute(p.planes.data() + p.colour * in_area, p.result.data() + p.colour * out_area);
+    host_plans_.get(p.height, p.width, p.colour, colour_v).execute(input, result);
+    host_plans_.get(p.height, p.width, 1, v).execute(input + p.colour * in_area, result + p.colour * out_area);
   }
   p.planes = {};  // release the input early: the batch pipeline holds many images
+  p.source = nullptr;
 }
 
 namespace {
@@ -404,7 +418,7 @@ output_image convolver::run_gpu(const cv::Mat& image, stage_times* times) {
     throw input_error("image: " + depth_name(image.depth()) + " samples are not supported");
   if (!fits_gpu_stage(image)) {
     // too large to hold on the GPU at once: float planes on the host, the plan's bands
-    planar_image p = to_planes(image, settings_.alpha, settings_.copy_threads);
+    planar_image p = to_planes(image, settings_.alpha, settings_.copy_threads, true);
     run(p);
     return from_planes(p, settings_, settings_.copy_threads);
   }
@@ -541,7 +555,18 @@ convolver::jpeg_output convolver::run_gpu_decoded(const unsigned char* planes, i
 
 // Float planes -> the output image: unpremultiply, out = S * conv + B (in float), merge,
 // then convertTo the output depth (cvRound: half to even, saturate), clipped pixels counted.
+bool result_is_output(const planar_image& p, const convolve_settings& s) {
+  return p.conv_planes == 1 && !p.has_alpha && output_cv_depth(s.depth, p.input_depth) == CV_32F && s.scale == 1 &&
+         s.offset == 0;
+}
+
 output_image from_planes(planar_image& p, const convolve_settings& s, int threads) {
+  if (!p.result_image.empty()) {
+    if (result_is_output(p, s)) return {std::move(p.result_image), 0};
+    // run() decided under other settings: back to the planes (not reached by gpuconv's callers)
+    const cv::Mat r = std::move(p.result_image);
+    p.result.assign(r.ptr<float>(), r.ptr<float>() + r.total());
+  }
   output_image out;
   const int depth = output_cv_depth(s.depth, p.input_depth);
   const long long rows = p.out_h, cols = p.out_w;
@@ -613,7 +638,7 @@ output_image from_planes(planar_image& p, const convolve_settings& s, int thread
 
 output_image convolve_image(const cv::Mat& image, convolver& c) {
   if (c.settings().device == conv::backend::cuda) return c.run_gpu(image);
-  planar_image p = to_planes(image, c.settings().alpha, c.settings().copy_threads);
+  planar_image p = to_planes(image, c.settings().alpha, c.settings().copy_threads, true);
   c.run(p);
   return from_planes(p, c.settings(), c.settings().copy_threads);
 }

@@ -77,10 +77,16 @@ struct planar_image {
   int conv_planes = 0;             // planes convolved: colour, plus alpha unless 'keep'
   float_buffer planes;             // conv_planes x height x width
   float_buffer kept_alpha;         // 'keep': the input alpha plane, height x width
+  // to_planes(..., view = true) of one continuous float channel: the image's own samples,
+  // instead of `planes` (valid while the image is: the one-image command's)
+  const float* source = nullptr;
   // set by convolver::run
   long long out_h = 0, out_w = 0;
   int shift_y = 0, shift_x = 0;    // 'keep': output (y, x) takes input alpha at (y + shift_y, x + shift_x)
   float_buffer result;             // conv_planes x out_h x out_w
+  // instead of `result` where the result is the output image itself (result_is_output):
+  // from_planes returns it without a copy
+  cv::Mat result_image;
 };
 
 struct output_image {
@@ -90,7 +96,9 @@ struct output_image {
 
 // threads > 1: the rows in bands on the CPU backend's pool (the one-image command); a batch
 // calls it on each of its decoder threads with 1.
-planar_image to_planes(const cv::Mat& image, alpha_mode alpha, int threads = 1);
+// view: one continuous float channel is not copied (planar_image::source); the image must then
+// outlive the planar_image's run.
+planar_image to_planes(const cv::Mat& image, alpha_mode alpha, int threads = 1, bool view = false);
 
 class convolver {
  public:
@@ -210,6 +218,11 @@ class convolver {
 
 // threads as to_planes (a batch's encoder threads: 1).
 output_image from_planes(planar_image& image, const convolve_settings& settings, int threads = 1);
+
+// One float plane, no alpha, a float output without scale or offset: the convolution's result
+// is the output image as it is, so convolver::run writes it into planar_image::result_image and
+// from_planes returns that (no copy).
+bool result_is_output(const planar_image& p, const convolve_settings& s);
 
 // All three steps on one image (to_planes and from_planes on settings.copy_threads).
 output_image convolve_image(const cv::Mat& image, convolver& c);

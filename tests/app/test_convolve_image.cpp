@@ -377,6 +377,48 @@ TEST_CASE("one image on several threads (copy_threads): the conversions in bands
   }
 }
 
+TEST_CASE("one float channel: read in place, the result is the output image, the same pixels as through the planes", "[app]") {
+  const kernel k = make_kernel(5, 7, 23, 1.0);
+  const cv::Mat img = test::test_image(97, 101, CV_32FC1, 41);
+  for (const conv::output_mode m : {conv::output_mode::same, conv::output_mode::full, conv::output_mode::valid}) {
+    convolve_settings s = cpu_settings();
+    s.semantics.mode = m;
+    convolver c(k, s);
+    // through float planes (a copy in, a copy out): the reference
+    planar_image copied = to_planes(img, s.alpha);
+    REQUIRE(copied.source == nullptr);
+    c.run(copied);
+    // the image's own samples in, the result as the output
+    planar_image viewed = to_planes(img, s.alpha, 1, true);
+    CHECK(viewed.source == img.ptr<float>());
+    CHECK(viewed.planes.empty());
+    c.run(viewed);
+    REQUIRE(result_is_output(viewed, s));
+    REQUIRE(!viewed.result_image.empty());
+    const uchar* result = viewed.result_image.data;
+    const output_image a = from_planes(copied, s), b = from_planes(viewed, s);
+    CHECK(b.image.data == result);  // no copy
+    REQUIRE(b.image.size() == a.image.size());
+    REQUIRE(b.image.type() == CV_32FC1);
+    CHECK(cv::norm(b.image, a.image, cv::NORM_INF) == 0);
+    CHECK(cv::norm(convolve_image(img, c).image, a.image, cv::NORM_INF) == 0);
+  }
+  // not the output: another depth, a scale, an offset, a second channel, a ROI (not continuous)
+  convolve_settings s = cpu_settings();
+  s.depth = output_depth::u16;
+  planar_image p = to_planes(img, s.alpha, 1, true);
+  CHECK_FALSE(result_is_output(p, s));
+  s = cpu_settings();
+  s.scale = 2;
+  CHECK_FALSE(result_is_output(p, s));
+  s.scale = 1;
+  s.offset = 1;
+  CHECK_FALSE(result_is_output(p, s));
+  CHECK(to_planes(test::test_image(9, 9, CV_32FC3, 1), alpha_mode::premultiply, 1, true).source == nullptr);
+  CHECK(to_planes(img(cv::Rect(1, 1, 50, 40)), alpha_mode::premultiply, 1, true).source == nullptr);
+  CHECK(to_planes(test::test_image(9, 9, CV_16UC1, 1), alpha_mode::premultiply, 1, true).source == nullptr);
+}
+
 TEST_CASE("one image under --device auto: the CPU when it is expected to finish before CUDA starts", "[app]") {
   const kernel gauss2 = *make_named_kernel("gaussian:2");  // 17 x 17, rank-1
   const kernel box63 = *make_named_kernel("box:63");
