@@ -553,13 +553,14 @@ convolver::jpeg_output convolver::run_gpu_decoded(const unsigned char* planes, i
   return o;
 }
 
-// Float planes -> the output image: unpremultiply, out = S * conv + B (in float), merge,
-// then convertTo the output depth (cvRound: half to even, saturate), clipped pixels counted.
 bool result_is_output(const planar_image& p, const convolve_settings& s) {
   return p.conv_planes == 1 && !p.has_alpha && output_cv_depth(s.depth, p.input_depth) == CV_32F && s.scale == 1 &&
          s.offset == 0;
 }
 
+// Float planes -> the output image: unpremultiply, out = S * conv + B (in float), merge,
+// then convertTo the output depth (cvRound: half to even, saturate), clipped pixels counted;
+// a result that is the output already (result_is_output) as it is.
 output_image from_planes(planar_image& p, const convolve_settings& s, int threads) {
   if (!p.result_image.empty()) {
     if (result_is_output(p, s)) return {std::move(p.result_image), 0};
