@@ -13,8 +13,9 @@ starts on idle cores (OpenCV's workers spin for a while after a call). Ratios ab
 gpuconv is faster. Results are checked (float: relative L2; uint8: largest difference in levels).
 
 Then thread scaling (``--scaling``, on by default), K=31, timed with 1, 2, 4, ... up to T threads,
-gpuconv and OpenCV alike, every thread count in every round: 4096^2 float32 dense and gaussian, 4096^2 uint8 gaussian, 12 MP RGB
-uint8 gaussian; parallel efficiency = time on one thread / (threads x time on them).
+gpuconv and OpenCV alike, every thread count in every round: 4096^2 float32 dense and gaussian,
+4096^2 uint8 gaussian, 12 MP RGB uint8 gaussian; parallel efficiency = time on one thread /
+(threads x time on them).
 
 Needs cv2 (opencv-python); without it says so and exits 0. This is the run for the 16-core GPU
 host, where OpenCV's C++ library is missing (gpuconv-bench-cpu needs it).
