@@ -563,10 +563,8 @@ bool result_is_output(const planar_image& p, const convolve_settings& s) {
 // a result that is the output already (result_is_output) as it is.
 output_image from_planes(planar_image& p, const convolve_settings& s, int threads) {
   if (!p.result_image.empty()) {
-    if (result_is_output(p, s)) return {std::move(p.result_image), 0};
-    // run() decided under other settings: back to the planes (not reached by gpuconv's callers)
-    const cv::Mat r = std::move(p.result_image);
-    p.result.assign(r.ptr<float>(), r.ptr<float>() + r.total());
+    if (!result_is_output(p, s)) throw std::logic_error("from_planes: settings other than run()'s");
+    return {std::move(p.result_image), 0};
   }
   output_image out;
   const int depth = output_cv_depth(s.depth, p.input_depth);
