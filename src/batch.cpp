@@ -471,7 +471,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
         // decoded images go straight to the compute workers (past the GPU decode stages)
         auto t = stats.time(stage_stats::push_decoded);
         if (c && !gpu) {
-          to_compute.push(work{i, to_planes(m, settings.alpha)});
+          to_compute.push(work{i, c->planes(m)});
         } else {
           const std::size_t bytes = m.total() * m.elemSize();
           to_compute.push(work{i, std::move(m)}, bytes);

@@ -80,7 +80,7 @@ long long count_clipped(const std::vector<cv::Mat>& planes, double top) {
 
 // Interleaved -> float planes with OpenCV's vectorised primitives: split, convertTo (stored units,
 // no scaling) into headers over the planar buffers, multiply for premultiplication.
-planar_image to_planes(const cv::Mat& image, alpha_mode alpha, int threads, bool view) {
+planar_image to_planes(const cv::Mat& image, alpha_mode alpha, int threads, bool view, bool narrow) {
   planar_image p;
   p.height = image.rows;
   p.width = image.cols;
@@ -93,8 +93,30 @@ planar_image to_planes(const cv::Mat& image, alpha_mode alpha, int threads, bool
   p.alpha = alpha;
   const bool keep = p.has_alpha && alpha == alpha_mode::keep;
   p.conv_planes = p.colour + (p.has_alpha && !keep);
-  if (view && p.channels == 1 && p.input_depth == CV_32F && image.isContinuous()) {
-    p.source = image.ptr<float>();  // the samples as they are: nothing to convert
+  if (narrow) {
+    if ((p.input_depth != CV_8U && p.input_depth != CV_16U) || (p.has_alpha && alpha != alpha_mode::separate))
+      throw std::logic_error("to_planes: the narrow route takes 8/16-bit samples without alpha (or alpha 'separate')");
+    p.narrow = true;
+  }
+  if (view && p.channels == 1 && (p.narrow || p.input_depth == CV_32F) && image.isContinuous()) {
+    p.source = image.data;  // the samples as they are: nothing to convert
+    return p;
+  }
+  if (p.narrow) {
+    // split in the stored depth into the planes, nothing else
+    const std::size_t plane_bytes = std::size_t(p.height) * p.width * image.elemSize1();
+    p.narrow_planes.resize(plane_bytes * p.conv_planes);
+    for_row_bands(threads, p.height, [&](long long r0, long long r1) {
+      std::vector<cv::Mat> views;
+      for (int c = 0; c < p.conv_planes; ++c)
+        views.push_back(cv::Mat(p.height, p.width, p.input_depth, p.narrow_planes.data() + c * plane_bytes)
+                            .rowRange(int(r0), int(r1)));
+      std::vector<const uchar*> before;
+      for (const cv::Mat& v : views) before.push_back(v.data);
+      cv::split(image.rowRange(int(r0), int(r1)), views.data());
+      for (int c = 0; c < p.conv_planes; ++c)
+        if (views[c].data != before[c]) throw std::logic_error("to_planes: split reallocated its output");
+    });
     return p;
   }
   p.planes.resize(std::size_t(p.height) * p.width * p.conv_planes);
@@ -248,6 +270,30 @@ bool convolver::gpu_jpeg_encoder_ready() const {
 
 bool convolver::gpu_jpeg() const { return wants_gpu_jpeg() && gpu_jpeg_available(); }
 
+bool convolver::narrow_route(int cv_depth, int channels) const {
+  if (cv_depth != CV_8U && cv_depth != CV_16U) return false;
+  if (output_cv_depth(settings_.depth, cv_depth) != cv_depth || settings_.scale != 1 || settings_.offset != 0)
+    return false;
+  if ((channels == 2 || channels == 4) && settings_.alpha != alpha_mode::separate) return false;
+  const double top = cv_depth == CV_8U ? 255.0 : 65535.0;
+  if (settings_.semantics.border == conv::boundary::constant) {
+    // the library rounds and saturates the outside value to the pixel type; the float route
+    // takes it as it is
+    const double v = settings_.semantics.constant_value;
+    if (!(v >= 0 && v <= top && v == std::nearbyint(v))) return false;
+  }
+  // every input (and outside value) lies in [0, top]: the exact result in [negative, positive] x top
+  double positive = 0, negative = 0;
+  for (const float w : kernel_.values) (w > 0 ? positive : negative) += double(w);
+  if (!std::isfinite(positive) || !std::isfinite(negative)) return false;
+  const double room = 1e-5 * (positive - negative) * top;
+  return negative * top - room >= -0.5 && positive * top + room < top + 0.5;
+}
+
+planar_image convolver::planes(const cv::Mat& image, int threads, bool view) const {
+  return to_planes(image, settings_.alpha, threads, view, narrow_route(image.depth(), image.channels()));
+}
+
 void convolver::run(planar_image& p) {
   const conv::geometry g =
       conv::make_geometry(p.height, p.width, kernel_.height, kernel_.width, settings_.semantics.mode);
@@ -256,6 +302,26 @@ void convolver::run(planar_image& p) {
   p.shift_y = g.oy - (kernel_.height - 1) / 2;
   p.shift_x = g.ox - (kernel_.width - 1) / 2;
   const std::size_t in_area = std::size_t(p.height) * p.width, out_area = std::size_t(g.out_h) * g.out_w;
+  if (p.narrow) {  // stored samples in and out (narrow_route: no alpha to premultiply, nothing to split)
+    void* result = nullptr;
+    if (result_is_output(p, settings_)) {
+      p.result_image.create(int(g.out_h), int(g.out_w), p.input_depth);
+      app::advise_huge_pages(p.result_image.data, p.result_image.total() * p.result_image.elemSize());
+      result = p.result_image.data;
+    } else {
+      p.narrow_result.resize(out_area * p.conv_planes * CV_ELEM_SIZE1(p.input_depth));
+      result = p.narrow_result.data();
+    }
+    const void* input = p.source ? p.source : p.narrow_planes.data();
+    conv::plan& plan = host_plans_.get(p.height, p.width, p.conv_planes, settings_.semantics.constant_value);
+    if (p.input_depth == CV_8U)
+      plan.execute(static_cast<const std::uint8_t*>(input), static_cast<std::uint8_t*>(result));
+    else
+      plan.execute(static_cast<const std::uint16_t*>(input), static_cast<std::uint16_t*>(result));
+    p.narrow_planes = {};
+    p.source = nullptr;
+    return;
+  }
   float* result = nullptr;
   if (result_is_output(p, settings_)) {
     p.result_image.create(int(g.out_h), int(g.out_w), CV_32F);
@@ -265,7 +331,7 @@ void convolver::run(planar_image& p) {
     p.result.resize(out_area * p.conv_planes);
     result = p.result.data();
   }
-  const float* input = p.source ? p.source : p.planes.data();
+  const float* input = p.source ? static_cast<const float*>(p.source) : p.planes.data();
 
   // Outside a 'constant' border every channel is V; premultiplied colour is then V * V / max,
   // so colour and alpha need plans with different outside values.
@@ -417,8 +483,9 @@ output_image convolver::run_gpu(const cv::Mat& image, stage_times* times) {
   if (image.depth() != CV_8U && image.depth() != CV_16U && image.depth() != CV_32F)
     throw input_error("image: " + depth_name(image.depth()) + " samples are not supported");
   if (!fits_gpu_stage(image)) {
-    // too large to hold on the GPU at once: float planes on the host, the plan's bands
-    planar_image p = to_planes(image, settings_.alpha, settings_.copy_threads, true);
+    // too large to hold on the GPU at once: planes on the host (narrow where narrow_route
+    // takes the image), the plan's bands
+    planar_image p = planes(image, settings_.copy_threads, true);
     run(p);
     return from_planes(p, settings_, settings_.copy_threads);
   }
@@ -554,8 +621,9 @@ convolver::jpeg_output convolver::run_gpu_decoded(const unsigned char* planes, i
 }
 
 bool result_is_output(const planar_image& p, const convolve_settings& s) {
-  return p.conv_planes == 1 && !p.has_alpha && output_cv_depth(s.depth, p.input_depth) == CV_32F && s.scale == 1 &&
-         s.offset == 0;
+  const int depth = output_cv_depth(s.depth, p.input_depth);
+  return p.conv_planes == 1 && !p.has_alpha && (depth == CV_32F || (p.narrow && depth == p.input_depth)) &&
+         s.scale == 1 && s.offset == 0;
 }
 
 // Float planes -> the output image: unpremultiply, out = S * conv + B (in float), merge,
@@ -570,6 +638,23 @@ output_image from_planes(planar_image& p, const convolve_settings& s, int thread
   const int depth = output_cv_depth(s.depth, p.input_depth);
   const long long rows = p.out_h, cols = p.out_w;
   const std::size_t area = std::size_t(rows) * cols;
+  if (p.narrow) {  // the planes are the output's samples: interleave them
+    if (depth != p.input_depth || s.scale != 1 || s.offset != 0)
+      throw std::logic_error("from_planes: settings other than run()'s");
+    out.image.create(int(rows), int(cols), CV_MAKETYPE(depth, p.conv_planes));
+    advise_huge_pages(out.image);
+    const std::size_t plane_bytes = area * out.image.elemSize1();
+    for_row_bands(threads, rows, [&](long long r0, long long r1) {
+      std::vector<cv::Mat> planes;
+      for (int c = 0; c < p.conv_planes; ++c)
+        planes.push_back(cv::Mat(int(rows), int(cols), depth, p.narrow_result.data() + c * plane_bytes).rowRange(int(r0), int(r1)));
+      cv::Mat band = out.image.rowRange(int(r0), int(r1));
+      const uchar* before = band.data;
+      cv::merge(planes, band);
+      if (band.data != before) throw std::logic_error("from_planes: merge reallocated its output");
+    });
+    return out;
+  }
   const float scale = float(s.scale), offset = float(s.offset);
   const bool affine = s.scale != 1 || s.offset != 0;
   const float a_max = float(alpha_max(p.input_depth));
@@ -637,7 +722,7 @@ output_image from_planes(planar_image& p, const convolve_settings& s, int thread
 
 output_image convolve_image(const cv::Mat& image, convolver& c) {
   if (c.settings().device == conv::backend::cuda) return c.run_gpu(image);
-  planar_image p = to_planes(image, c.settings().alpha, c.settings().copy_threads, true);
+  planar_image p = c.planes(image, c.settings().copy_threads, true);
   c.run(p);
   return from_planes(p, c.settings(), c.settings().copy_threads);
 }

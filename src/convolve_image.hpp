@@ -4,6 +4,9 @@
 //   convolver    (a compute thread) conv::plan per (H, W, planes), cached (at most 8) and reused
 //   from_planes  (encoder threads)  unpremultiply, out = S * conv + B, round half to even,
 //                                   saturate and count clipped pixels, interleave
+// 8/16-bit images that cannot clip, without scale, offset or alpha, take the narrow route
+// instead (convolver::narrow_route): stored samples split into planes, the library's uint8/uint16
+// pixel path (which rounds and saturates), planes interleaved - no float copy of the image.
 // On the GPU (convolver::run_gpu, a compute thread each with its own stream): the decoded
 // image crosses the bus as stored (8/16-bit), every step above runs on the GPU
 // (pipeline/pixels.hpp, same arithmetic), and the output comes back as stored; JPEG files
@@ -71,19 +74,25 @@ using float_buffer = std::vector<float, uninitialized_allocator<float>>;
 
 struct planar_image {
   int height = 0, width = 0, channels = 0, input_depth = CV_8U;
+  // The narrow route (convolver::narrow_route): the planes hold the stored samples (uint8 or
+  // uint16, input_depth) instead of floats - narrow_planes in, narrow_result out - and the
+  // library's narrow pixel path rounds and saturates; nothing is clipped (the route's condition)
+  bool narrow = false;
   int colour = 0;                  // colour planes: 1 (gray) or 3 (BGR)
   bool has_alpha = false;          // 2 or 4 channels: the last one is alpha
   alpha_mode alpha = alpha_mode::premultiply;
   int conv_planes = 0;             // planes convolved: colour, plus alpha unless 'keep'
   float_buffer planes;             // conv_planes x height x width
   float_buffer kept_alpha;         // 'keep': the input alpha plane, height x width
-  // to_planes(..., view = true) of one continuous float channel: the image's own samples,
-  // instead of `planes` (valid while the image is: the one-image command's)
-  const float* source = nullptr;
+  uninit_vector<unsigned char> narrow_planes;  // narrow: conv_planes x height x width samples
+  // to_planes(..., view = true) of one continuous channel (float, or narrow): the image's own
+  // samples, instead of `planes` (valid while the image is: the one-image command's)
+  const void* source = nullptr;
   // set by convolver::run
   long long out_h = 0, out_w = 0;
   int shift_y = 0, shift_x = 0;    // 'keep': output (y, x) takes input alpha at (y + shift_y, x + shift_x)
   float_buffer result;             // conv_planes x out_h x out_w
+  uninit_vector<unsigned char> narrow_result;  // narrow: conv_planes x out_h x out_w samples
   // instead of `result` where the result is the output image itself (result_is_output):
   // from_planes returns it without a copy
   cv::Mat result_image;
@@ -96,9 +105,11 @@ struct output_image {
 
 // threads > 1: the rows in bands on the CPU backend's pool (the one-image command); a batch
 // calls it on each of its decoder threads with 1.
-// view: one continuous float channel is not copied (planar_image::source); the image must then
-// outlive the planar_image's run.
-planar_image to_planes(const cv::Mat& image, alpha_mode alpha, int threads = 1, bool view = false);
+// view: one continuous float channel (or narrow one) is not copied (planar_image::source); the
+// image must then outlive the planar_image's run.
+// narrow: the stored samples split into uint8/uint16 planes (planar_image::narrow); only for
+// what convolver::narrow_route accepts (else std::logic_error).
+planar_image to_planes(const cv::Mat& image, alpha_mode alpha, int threads = 1, bool view = false, bool narrow = false);
 
 class convolver {
  public:
@@ -110,6 +121,20 @@ class convolver {
   // The planes of to_planes convolved into p.result: the CPU backend, or (CUDA) the plan's
   // host-buffer path, which runs an image larger than the GPU's memory in bands of rows.
   void run(planar_image& image);
+
+  // Whether 8/16-bit images of `cv_depth` and `channels` take the narrow route: stored samples
+  // in and out of the library's uint8/uint16 pixel path (a quarter or half of the float route's
+  // bytes, no conversions on the app's side). Taken where that gives the float route's output
+  // and clip count: the output depth is the input's, no scale or offset, no alpha (or alpha
+  // 'separate'), a 'constant' border value that is a sample value, and a kernel that cannot
+  // take any pixel out of range - sum of positive weights x top and of negative ones x top
+  // within [-0.5, top + 0.5) with room for the float arithmetic's error (1e-5 of the weights'
+  // absolute sum x top, ten times the FFT's ~1e-6), so the clip count is 0 by construction.
+  // Otherwise the float route: a sharpening kernel, a kernel summing to more than 1, and 16-bit
+  // with a kernel summing to 1 (its room, 0.66 levels, does not fit below 65535.5).
+  bool narrow_route(int cv_depth, int channels) const;
+  // to_planes with this convolver's alpha mode and route
+  planar_image planes(const cv::Mat& image, int threads = 1, bool view = false) const;
 
   // Seconds per stage of run_gpu / run_gpu_jpegs, for --timing (the stream is waited for
   // after each stage when asked for them).
@@ -219,9 +244,9 @@ class convolver {
 // threads as to_planes (a batch's encoder threads: 1).
 output_image from_planes(planar_image& image, const convolve_settings& settings, int threads = 1);
 
-// One float plane, no alpha, a float output without scale or offset: the convolution's result
-// is the output image as it is, so convolver::run writes it into planar_image::result_image and
-// from_planes returns that (no copy).
+// One float plane, no alpha, a float output without scale or offset (or one narrow plane, no
+// alpha): the convolution's result is the output image as it is, so convolver::run writes it
+// into planar_image::result_image and from_planes returns that (no copy).
 bool result_is_output(const planar_image& p, const convolve_settings& s);
 
 // All three steps on one image (to_planes and from_planes on settings.copy_threads).

@@ -419,6 +419,132 @@ TEST_CASE("one float channel: read in place, the result is the output image, the
   CHECK(to_planes(test::test_image(9, 9, CV_16UC1, 1), alpha_mode::premultiply, 1, true).source == nullptr);
 }
 
+namespace {
+
+// A kh x kw kernel of non-negative values summing to `sum` (an 8-bit image cannot clip under
+// it for sum <= 1)
+kernel positive_kernel(int kh, int kw, std::uint64_t seed, double sum) {
+  kernel k = make_kernel(kh, kw, seed, 1.0);
+  double total = 0;
+  for (float& v : k.values) total += (v = std::abs(v));
+  for (float& v : k.values) v = float(v * sum / total);
+  return k;
+}
+
+// The float route's output for `img`: to_planes without the narrow route
+output_image through_floats(const cv::Mat& img, convolver& c, const convolve_settings& s) {
+  planar_image p = to_planes(img, s.alpha);
+  REQUIRE_FALSE(p.narrow);
+  c.run(p);
+  return from_planes(p, s);
+}
+
+}  // namespace
+
+TEST_CASE("narrow route: taken only where it gives the float route's output and clip count", "[app]") {
+  const kernel gauss = *make_named_kernel("gaussian:2");
+  convolve_settings s = cpu_settings();
+  CHECK(convolver(gauss, s).narrow_route(CV_8U, 3));
+  CHECK(convolver(gauss, s).narrow_route(CV_8U, 1));
+  CHECK_FALSE(convolver(gauss, s).narrow_route(CV_32F, 1));
+  // a kernel summing to 1 on 16-bit: no room for the arithmetic's error below 65535.5
+  CHECK_FALSE(convolver(gauss, s).narrow_route(CV_16U, 3));
+  CHECK(convolver(positive_kernel(5, 5, 3, 0.5), s).narrow_route(CV_16U, 3));
+  // may clip: a kernel with negative weights (sharpening), one summing to more than 1
+  CHECK_FALSE(convolver(make_kernel(3, 3, 4, 1.0), s).narrow_route(CV_8U, 3));
+  CHECK_FALSE(convolver(positive_kernel(3, 3, 4, 1.01), s).narrow_route(CV_8U, 3));
+  // alpha: premultiplied or kept needs the float route; 'separate' is every channel on its own
+  CHECK_FALSE(convolver(gauss, s).narrow_route(CV_8U, 4));
+  CHECK_FALSE(convolver(gauss, s).narrow_route(CV_8U, 2));
+  s.alpha = alpha_mode::keep;
+  CHECK_FALSE(convolver(gauss, s).narrow_route(CV_8U, 4));
+  s.alpha = alpha_mode::separate;
+  CHECK(convolver(gauss, s).narrow_route(CV_8U, 4));
+  // another output depth, a scale, an offset
+  s = cpu_settings();
+  s.depth = output_depth::u16;
+  CHECK_FALSE(convolver(gauss, s).narrow_route(CV_8U, 3));
+  s.depth = output_depth::f32;
+  CHECK_FALSE(convolver(gauss, s).narrow_route(CV_8U, 3));
+  s = cpu_settings();
+  s.scale = 0.5;
+  CHECK_FALSE(convolver(gauss, s).narrow_route(CV_8U, 3));
+  s = cpu_settings();
+  s.offset = 1;
+  CHECK_FALSE(convolver(gauss, s).narrow_route(CV_8U, 3));
+  // a 'constant' border: a sample value only (the library rounds it to one)
+  s = cpu_settings();
+  s.semantics.border = conv::boundary::constant;
+  s.semantics.constant_value = 7;
+  CHECK(convolver(gauss, s).narrow_route(CV_8U, 3));
+  s.semantics.constant_value = 7.5f;
+  CHECK_FALSE(convolver(gauss, s).narrow_route(CV_8U, 3));
+  s.semantics.constant_value = 256;
+  CHECK_FALSE(convolver(gauss, s).narrow_route(CV_8U, 3));
+  CHECK(convolver(gauss, s).narrow_route(CV_16U, 3) == false);  // (the kernel, as above)
+  CHECK_THROWS_AS(to_planes(test::test_image(9, 9, CV_32FC1, 1), alpha_mode::premultiply, 1, false, true), std::logic_error);
+  CHECK_THROWS_AS(to_planes(test::test_image(9, 9, CV_8UC4, 1), alpha_mode::premultiply, 1, false, true), std::logic_error);
+}
+
+TEST_CASE("narrow route: stored samples through the library's narrow pixels give the float route's output", "[app]") {
+  struct kernel_case {
+    kernel k;
+    bool exact;  // false: a uint8 kernel the library may run in fixed point (within a level)
+  };
+  const std::vector<kernel_case> kernels_8 = {{positive_kernel(5, 7, 51, 1.0), true},
+                                              {*make_named_kernel("gaussian:2"), true},
+                                              {*make_named_kernel("gaussian:8"), false}};
+  struct shape {
+    int rows, cols, type;
+  };
+  for (const shape sh : {shape{97, 101, CV_8UC1}, shape{120, 83, CV_8UC3}, shape{64, 90, CV_8UC4}, shape{71, 66, CV_8UC2},
+                         shape{90, 77, CV_16UC1}, shape{66, 70, CV_16UC3}}) {
+    const cv::Mat img = test::test_image(sh.rows, sh.cols, sh.type, 61);
+    const bool wide = CV_MAT_DEPTH(sh.type) == CV_16U;
+    const std::vector<kernel_case> kernels = wide ? std::vector<kernel_case>{{positive_kernel(9, 9, 52, 0.5), true}} : kernels_8;
+    for (const kernel_case& kc : kernels)
+      for (const conv::output_mode m : {conv::output_mode::same, conv::output_mode::full, conv::output_mode::valid})
+        for (const conv::boundary b : {conv::boundary::reflect101, conv::boundary::constant, conv::boundary::zero}) {
+          if (m == conv::output_mode::valid && (kc.k.height >= sh.rows || kc.k.width >= sh.cols)) continue;
+          convolve_settings s = cpu_settings();
+          s.alpha = alpha_mode::separate;
+          s.semantics.mode = m;
+          s.semantics.border = b;
+          s.semantics.constant_value = 7;
+          CAPTURE(sh.rows, sh.cols, sh.type, kc.k.height, int(m), int(b));
+          convolver c(kc.k, s);
+          REQUIRE(c.narrow_route(img.depth(), img.channels()));
+          const output_image expected = through_floats(img, c, s);
+          planar_image p = c.planes(img, 1, true);
+          REQUIRE(p.narrow);
+          CHECK(p.planes.empty());
+          if (img.channels() == 1) CHECK(p.source == img.data);  // read in place
+          c.run(p);
+          const bool in_place = img.channels() == 1;
+          CHECK(result_is_output(p, s) == in_place);
+          const uchar* result = p.result_image.data;
+          const output_image got = from_planes(p, s);
+          if (in_place) CHECK(got.image.data == result);  // the result is the output, no copy
+          REQUIRE(got.image.size() == expected.image.size());
+          REQUIRE(got.image.type() == expected.image.type());
+          CHECK(got.clipped == 0);
+          CHECK(expected.clipped == 0);
+          if (kc.exact) {
+            CHECK(cv::norm(got.image, expected.image, cv::NORM_INF) == 0);
+          } else {  // fixed point: within a level (its error bound is a quarter level)
+            const diff_stats d = compare(got.image, expected.image);
+            INFO("max |diff| " << d.max_abs << ", " << d.differing << " of " << d.total << " values differ");
+            CHECK(d.max_abs <= 1);
+            CHECK(d.differing * 100 <= d.total);
+          }
+          // the whole command's call, conversions in bands on three threads: the same
+          s.copy_threads = 3;
+          convolver c3(kc.k, s);
+          CHECK(cv::norm(convolve_image(img, c3).image, got.image, cv::NORM_INF) == 0);
+        }
+  }
+}
+
 TEST_CASE("one image under --device auto: the CPU when it is expected to finish before CUDA starts", "[app]") {
   const kernel gauss2 = *make_named_kernel("gaussian:2");  // 17 x 17, rank-1
   const kernel box63 = *make_named_kernel("box:63");
