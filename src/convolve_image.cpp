@@ -104,13 +104,12 @@ planar_image to_planes(const cv::Mat& image, alpha_mode alpha, int threads, bool
   }
   if (p.narrow) {
     // split in the stored depth into the planes, nothing else
-    const std::size_t plane_bytes = std::size_t(p.height) * p.width * image.elemSize1();
-    p.narrow_planes.resize(plane_bytes * p.conv_planes);
+    p.narrow_planes.create(p.conv_planes * p.height, p.width, p.input_depth);
+    advise_huge_pages(p.narrow_planes.data, p.narrow_planes.total() * p.narrow_planes.elemSize());
     for_row_bands(threads, p.height, [&](long long r0, long long r1) {
       std::vector<cv::Mat> views;
       for (int c = 0; c < p.conv_planes; ++c)
-        views.push_back(cv::Mat(p.height, p.width, p.input_depth, p.narrow_planes.data() + c * plane_bytes)
-                            .rowRange(int(r0), int(r1)));
+        views.push_back(p.narrow_planes.rowRange(int(c * p.height + r0), int(c * p.height + r1)));
       std::vector<const uchar*> before;
       for (const cv::Mat& v : views) before.push_back(v.data);
       cv::split(image.rowRange(int(r0), int(r1)), views.data());
@@ -309,16 +308,17 @@ void convolver::run(planar_image& p) {
       app::advise_huge_pages(p.result_image.data, p.result_image.total() * p.result_image.elemSize());
       result = p.result_image.data;
     } else {
-      p.narrow_result.resize(out_area * p.conv_planes * CV_ELEM_SIZE1(p.input_depth));
-      result = p.narrow_result.data();
+      p.narrow_result.create(int(p.conv_planes * g.out_h), int(g.out_w), p.input_depth);
+      app::advise_huge_pages(p.narrow_result.data, p.narrow_result.total() * p.narrow_result.elemSize());
+      result = p.narrow_result.data;
     }
-    const void* input = p.source ? p.source : p.narrow_planes.data();
+    const void* input = p.source ? p.source : p.narrow_planes.data;
     conv::plan& plan = host_plans_.get(p.height, p.width, p.conv_planes, settings_.semantics.constant_value);
     if (p.input_depth == CV_8U)
       plan.execute(static_cast<const std::uint8_t*>(input), static_cast<std::uint8_t*>(result));
     else
       plan.execute(static_cast<const std::uint16_t*>(input), static_cast<std::uint16_t*>(result));
-    p.narrow_planes = {};
+    p.narrow_planes.release();
     p.source = nullptr;
     return;
   }
@@ -643,11 +643,9 @@ output_image from_planes(planar_image& p, const convolve_settings& s, int thread
       throw std::logic_error("from_planes: settings other than run()'s");
     out.image.create(int(rows), int(cols), CV_MAKETYPE(depth, p.conv_planes));
     advise_huge_pages(out.image);
-    const std::size_t plane_bytes = area * out.image.elemSize1();
     for_row_bands(threads, rows, [&](long long r0, long long r1) {
       std::vector<cv::Mat> planes;
-      for (int c = 0; c < p.conv_planes; ++c)
-        planes.push_back(cv::Mat(int(rows), int(cols), depth, p.narrow_result.data() + c * plane_bytes).rowRange(int(r0), int(r1)));
+      for (int c = 0; c < p.conv_planes; ++c) planes.push_back(p.narrow_result.rowRange(int(c * rows + r0), int(c * rows + r1)));
       cv::Mat band = out.image.rowRange(int(r0), int(r1));
       const uchar* before = band.data;
       cv::merge(planes, band);

@@ -84,7 +84,9 @@ struct planar_image {
   int conv_planes = 0;             // planes convolved: colour, plus alpha unless 'keep'
   float_buffer planes;             // conv_planes x height x width
   float_buffer kept_alpha;         // 'keep': the input alpha plane, height x width
-  uninit_vector<unsigned char> narrow_planes;  // narrow: conv_planes x height x width samples
+  // narrow: the planes one under another, (conv_planes x height) x width samples of input_depth
+  // (a cv::Mat: in a batch its buffer comes from the recycling allocator, mat_pool.hpp)
+  cv::Mat narrow_planes;
   // to_planes(..., view = true) of one continuous channel (float, or narrow): the image's own
   // samples, instead of `planes` (valid while the image is: the one-image command's)
   const void* source = nullptr;
@@ -92,7 +94,7 @@ struct planar_image {
   long long out_h = 0, out_w = 0;
   int shift_y = 0, shift_x = 0;    // 'keep': output (y, x) takes input alpha at (y + shift_y, x + shift_x)
   float_buffer result;             // conv_planes x out_h x out_w
-  uninit_vector<unsigned char> narrow_result;  // narrow: conv_planes x out_h x out_w samples
+  cv::Mat narrow_result;           // narrow: (conv_planes x out_h) x out_w samples, as narrow_planes
   // instead of `result` where the result is the output image itself (result_is_output):
   // from_planes returns it without a copy
   cv::Mat result_image;
