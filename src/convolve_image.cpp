@@ -285,7 +285,7 @@ bool convolver::narrow_route(int cv_depth, int channels) const {
   double positive = 0, negative = 0;
   for (const float w : kernel_.values) (w > 0 ? positive : negative) += double(w);
   if (!std::isfinite(positive) || !std::isfinite(negative)) return false;
-  const double room = 1e-5 * (positive - negative) * top;
+  const double room = 2e-6 * (positive - negative) * top;
   return negative * top - room >= -0.5 && positive * top + room < top + 0.5;
 }
 

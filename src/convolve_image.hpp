@@ -130,10 +130,10 @@ class convolver {
   // and clip count: the output depth is the input's, no scale or offset, no alpha (or alpha
   // 'separate'), a 'constant' border value that is a sample value, and a kernel that cannot
   // take any pixel out of range - sum of positive weights x top and of negative ones x top
-  // within [-0.5, top + 0.5) with room for the float arithmetic's error (1e-5 of the weights'
-  // absolute sum x top, ten times the FFT's ~1e-6), so the clip count is 0 by construction.
-  // Otherwise the float route: a sharpening kernel, a kernel summing to more than 1, and 16-bit
-  // with a kernel summing to 1 (its room, 0.66 levels, does not fit below 65535.5).
+  // within [-0.5, top + 0.5) with room for the float arithmetic's error (2e-6 of the weights'
+  // absolute sum x top, twice the FFT's ~1e-6: 0.13 levels at 16 bits), so the clip count is 0
+  // by construction. Otherwise the float route: a sharpening kernel, a kernel summing to more
+  // than 1 (or to 1 within the room of top + 0.5).
   bool narrow_route(int cv_depth, int channels) const;
   // to_planes with this convolver's alpha mode and route
   planar_image planes(const cv::Mat& image, int threads = 1, bool view = false) const;

@@ -447,9 +447,11 @@ TEST_CASE("narrow route: taken only where it gives the float route's output and 
   CHECK(convolver(gauss, s).narrow_route(CV_8U, 3));
   CHECK(convolver(gauss, s).narrow_route(CV_8U, 1));
   CHECK_FALSE(convolver(gauss, s).narrow_route(CV_32F, 1));
-  // a kernel summing to 1 on 16-bit: no room for the arithmetic's error below 65535.5
-  CHECK_FALSE(convolver(gauss, s).narrow_route(CV_16U, 3));
+  CHECK(convolver(gauss, s).narrow_route(CV_16U, 3));
   CHECK(convolver(positive_kernel(5, 5, 3, 0.5), s).narrow_route(CV_16U, 3));
+  // summing to 1 + 6e-6: 65535 x that is 65535.39, below 65535.5 but not with the room (0.13) at 16 bits
+  CHECK(convolver(positive_kernel(5, 5, 3, 1 + 6e-6), s).narrow_route(CV_8U, 3));
+  CHECK_FALSE(convolver(positive_kernel(5, 5, 3, 1 + 6e-6), s).narrow_route(CV_16U, 3));
   // may clip: a kernel with negative weights (sharpening), one summing to more than 1
   CHECK_FALSE(convolver(make_kernel(3, 3, 4, 1.0), s).narrow_route(CV_8U, 3));
   CHECK_FALSE(convolver(positive_kernel(3, 3, 4, 1.01), s).narrow_route(CV_8U, 3));
@@ -481,7 +483,9 @@ TEST_CASE("narrow route: taken only where it gives the float route's output and 
   CHECK_FALSE(convolver(gauss, s).narrow_route(CV_8U, 3));
   s.semantics.constant_value = 256;
   CHECK_FALSE(convolver(gauss, s).narrow_route(CV_8U, 3));
-  CHECK(convolver(gauss, s).narrow_route(CV_16U, 3) == false);  // (the kernel, as above)
+  CHECK(convolver(gauss, s).narrow_route(CV_16U, 3));  // 256 is a 16-bit sample but not an 8-bit one
+  s.semantics.constant_value = 65536;
+  CHECK_FALSE(convolver(gauss, s).narrow_route(CV_16U, 3));
   CHECK_THROWS_AS(to_planes(test::test_image(9, 9, CV_32FC1, 1), alpha_mode::premultiply, 1, false, true), std::logic_error);
   CHECK_THROWS_AS(to_planes(test::test_image(9, 9, CV_8UC4, 1), alpha_mode::premultiply, 1, false, true), std::logic_error);
 }
@@ -501,7 +505,9 @@ TEST_CASE("narrow route: stored samples through the library's narrow pixels give
                          shape{90, 77, CV_16UC1}, shape{66, 70, CV_16UC3}}) {
     const cv::Mat img = test::test_image(sh.rows, sh.cols, sh.type, 61);
     const bool wide = CV_MAT_DEPTH(sh.type) == CV_16U;
-    const std::vector<kernel_case> kernels = wide ? std::vector<kernel_case>{{positive_kernel(9, 9, 52, 0.5), true}} : kernels_8;
+    const std::vector<kernel_case> kernels =
+        wide ? std::vector<kernel_case>{{positive_kernel(9, 9, 52, 0.5), true}, {*make_named_kernel("gaussian:2"), true}}
+             : kernels_8;
     for (const kernel_case& kc : kernels)
       for (const conv::output_mode m : {conv::output_mode::same, conv::output_mode::full, conv::output_mode::valid})
         for (const conv::boundary b : {conv::boundary::reflect101, conv::boundary::constant, conv::boundary::zero}) {
