@@ -28,6 +28,10 @@ namespace gpuconv::app {
 
 namespace {
 
+// A fresh image buffer, before the download, the conversion or the convolution writes it (4 KiB page faults over
+// a 36 MB image cost as much as the copy itself).
+void advise_huge_pages(const cv::Mat& m) { app::advise_huge_pages(m.data, m.total() * m.elemSize()); }
+
 // A cv::Mat header over one plane of a planar buffer (no copy).
 cv::Mat plane_view(float_buffer& buffer, int plane, long long rows, long long cols) {
   return cv::Mat(int(rows), int(cols), CV_32F, buffer.data() + std::size_t(plane) * rows * cols);
@@ -105,7 +109,7 @@ planar_image to_planes(const cv::Mat& image, alpha_mode alpha, int threads, bool
   if (p.narrow) {
     // split in the stored depth into the planes, nothing else
     p.narrow_planes.create(p.conv_planes * p.height, p.width, p.input_depth);
-    advise_huge_pages(p.narrow_planes.data, p.narrow_planes.total() * p.narrow_planes.elemSize());
+    advise_huge_pages(p.narrow_planes);
     for_row_bands(threads, p.height, [&](long long r0, long long r1) {
       std::vector<cv::Mat> views;
       for (int c = 0; c < p.conv_planes; ++c)
@@ -208,7 +212,9 @@ struct convolver::gpu_stage {
 };
 
 convolver::convolver(kernel k, const convolve_settings& settings)
-    : kernel_(std::move(k)), settings_(settings), host_plans_(kernel_.values, kernel_.height, kernel_.width, host_buffer_options(settings)) {}
+    : kernel_(std::move(k)), settings_(settings), host_plans_(kernel_.values, kernel_.height, kernel_.width, host_buffer_options(settings)) {
+  for (const float w : kernel_.values) (w > 0 ? positive_sum_ : negative_sum_) += double(w);
+}
 convolver::~convolver() = default;
 convolver::convolver(convolver&&) noexcept = default;
 
@@ -282,11 +288,9 @@ bool convolver::narrow_route(int cv_depth, int channels) const {
     if (!(v >= 0 && v <= top && v == std::nearbyint(v))) return false;
   }
   // every input (and outside value) lies in [0, top]: the exact result in [negative, positive] x top
-  double positive = 0, negative = 0;
-  for (const float w : kernel_.values) (w > 0 ? positive : negative) += double(w);
-  if (!std::isfinite(positive) || !std::isfinite(negative)) return false;
-  const double room = 2e-6 * (positive - negative) * top;
-  return negative * top - room >= -0.5 && positive * top + room < top + 0.5;
+  if (!std::isfinite(positive_sum_) || !std::isfinite(negative_sum_)) return false;
+  const double room = 2e-6 * (positive_sum_ - negative_sum_) * top;
+  return negative_sum_ * top - room >= -0.5 && positive_sum_ * top + room < top + 0.5;
 }
 
 planar_image convolver::planes(const cv::Mat& image, int threads, bool view) const {
@@ -305,11 +309,11 @@ void convolver::run(planar_image& p) {
     void* result = nullptr;
     if (result_is_output(p, settings_)) {
       p.result_image.create(int(g.out_h), int(g.out_w), p.input_depth);
-      app::advise_huge_pages(p.result_image.data, p.result_image.total() * p.result_image.elemSize());
+      advise_huge_pages(p.result_image);
       result = p.result_image.data;
     } else {
       p.narrow_result.create(int(p.conv_planes * g.out_h), int(g.out_w), p.input_depth);
-      app::advise_huge_pages(p.narrow_result.data, p.narrow_result.total() * p.narrow_result.elemSize());
+      advise_huge_pages(p.narrow_result);
       result = p.narrow_result.data;
     }
     const void* input = p.source ? p.source : p.narrow_planes.data;
@@ -325,7 +329,7 @@ void convolver::run(planar_image& p) {
   float* result = nullptr;
   if (result_is_output(p, settings_)) {
     p.result_image.create(int(g.out_h), int(g.out_w), CV_32F);
-    app::advise_huge_pages(p.result_image.data, p.result_image.total() * sizeof(float));
+    advise_huge_pages(p.result_image);
     result = p.result_image.ptr<float>();
   } else {
     p.result.resize(out_area * p.conv_planes);
@@ -361,10 +365,6 @@ bool env_says_off(const char* name) {
   const char* e = std::getenv(name);
   return e && std::string(e) == "0";
 }
-
-// A fresh output image, before the download or the conversion writes it (4 KiB page faults over
-// a 36 MB image cost as much as the copy itself).
-void advise_huge_pages(const cv::Mat& m) { app::advise_huge_pages(m.data, m.total() * m.elemSize()); }
 
 // Marks the end of a stage for stage_times: waits for the stream, adds the seconds since the
 // last mark to *slot.

@@ -240,6 +240,7 @@ class convolver {
   kernel kernel_;
   convolve_settings settings_;
   pipeline::plan_cache host_plans_;  // run(): CPU backend, or CUDA on host buffers (bands)
+  double positive_sum_ = 0, negative_sum_ = 0;  // the kernel's weights of each sign, summed (narrow_route)
   std::unique_ptr<gpu_stage> gpu_;
 };
 
