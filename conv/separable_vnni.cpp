@@ -102,6 +102,7 @@ std::optional<fixed_rank1> fixed_factors(const float* column, int kh, const floa
   auto c_at = [&](long long a) { return a < kh ? cq[(std::size_t)a] : 0LL; };
   for (int m = 0; m < (kw + 1) / 2; ++m) f.row_even.push_back(pack_pair(r_at(2 * m), r_at(2 * m + 1)));
   for (int m = 0; m < kw / 2 + 1; ++m) f.row_odd.push_back(pack_pair(r_at(2 * m - 1), r_at(2 * m)));
+  f.row_even.resize(f.row_odd.size(), 0);  // an even kw's odd outputs have one pair more
   for (int m = 0; m < (kh + 1) / 2; ++m) f.column.push_back(pack_pair(c_at(2 * m), c_at(2 * m + 1)));
   return f;
 }
@@ -124,12 +125,11 @@ std::vector<fixed_rank1> fixed_bank(const rank1_factors& f, int count, int kh, i
 namespace {
 
 // The row pass's tap pair m for B blocks, d(b) its source pairs (from dword m of block b on):
-// the even outputs' weight (0 past row_even: even kw's odd outputs have one more) and the odd's
+// the even outputs' weight and the odd's
 template <int B>
 GPUCONV_VNNI inline __attribute__((always_inline)) void row_tap(const __m512i* d, int m, const fixed_rank1& f, __m512i* e,
                                                                 __m512i* o) {
-  const std::int32_t even = m < (int)f.row_even.size() ? f.row_even[(std::size_t)m] : 0;
-  const __m512i we = _mm512_set1_epi32(even), wo = _mm512_set1_epi32(f.row_odd[(std::size_t)m]);
+  const __m512i we = _mm512_set1_epi32(f.row_even.data()[m]), wo = _mm512_set1_epi32(f.row_odd.data()[m]);
 #pragma GCC unroll 4
   for (int b = 0; b < B; ++b) {
     e[b] = _mm512_dpwssd_epi32(e[b], d[b], we);
@@ -164,7 +164,7 @@ GPUCONV_VNNI inline __attribute__((always_inline)) void row_blocks(const std::in
                                                                    std::int16_t* t) {
   __m512i e[B], o[B];
   for (int b = 0; b < B; ++b) e[b] = o[b] = _mm512_setzero_si512();
-  const int mo = (int)f.row_odd.size(), groups = mo / 16;  // mo >= row_even.size()
+  const int mo = (int)f.row_odd.size(), groups = mo / 16;  // == row_even.size()
   for (int g = 0; g < groups; ++g) {
     __m512i v[B + 1];
 #pragma GCC unroll 5
@@ -253,6 +253,21 @@ GPUCONV_VNNI void column8_impl(const std::int32_t* const* pairs, const fixed_ran
   const int mc = (int)f.column.size(), mc4 = (mc + 3) / 4 * 4, s = f.out_shift;
   const int valid = 7 + 2 * (mc - 1) + 1;  // pair rows [0, valid) exist
   auto row = [&](int i) { return pairs[i < valid ? i : valid - 1]; };
+  // what step m loads (pair rows 2m + 8, 2m + 9) and weighs, looked up once a call: clamping the
+  // rows and testing m < mc in the loop, with GCC's register moves, took ~5 instructions a
+  // vpdpwssd (375 for 64), on the ports the vpdpwssd need; now 56 for 32 (one thread, K = 31,
+  // n = 4096: ~1.95 -> ~1.7 us a row; docs/benchmarks.md, session 40)
+  thread_local std::vector<const std::int32_t*> next_rows;
+  thread_local std::vector<std::int32_t> weights;
+  next_rows.resize(2 * (std::size_t)mc4);
+  weights.assign((std::size_t)mc4, 0);
+  for (int m = 0; m < mc4; ++m) {
+    next_rows[2 * (std::size_t)m] = row(2 * m + 8);
+    next_rows[2 * (std::size_t)m + 1] = row(2 * m + 9);
+    if (m < mc) weights[(std::size_t)m] = f.column[(std::size_t)m];
+  }
+  const std::int32_t* const* next = next_rows.data();
+  const std::int32_t* weight = weights.data();
   const __m512i bias = _mm512_set1_epi32(s > 0 ? (1 << (s - 1)) - 1 : 0), one = _mm512_set1_epi32(s > 0 ? 1 : 0);
   const __m512i zero = _mm512_setzero_si512();
   const __m128i count = _mm_cvtsi32_si128(s);
@@ -267,7 +282,7 @@ GPUCONV_VNNI void column8_impl(const std::int32_t* const* pairs, const fixed_ran
               b3 = _mm512_loadu_si512(row(7) + o);
 #define GPUCONV_COLUMN8_STEP(M, W0, W1, W2, W3, V0, V1, V2, V3)                                            \
   {                                                                                                        \
-    const __m512i wv = _mm512_set1_epi32((M) < mc ? f.column[(std::size_t)(M)] : 0);                       \
+    const __m512i wv = _mm512_set1_epi32(weight[M]);                                                       \
     e0 = _mm512_dpwssd_epi32(e0, W0, wv);                                                                  \
     e1 = _mm512_dpwssd_epi32(e1, W1, wv);                                                                  \
     e2 = _mm512_dpwssd_epi32(e2, W2, wv);                                                                  \
@@ -276,14 +291,16 @@ GPUCONV_VNNI void column8_impl(const std::int32_t* const* pairs, const fixed_ran
     d1 = _mm512_dpwssd_epi32(d1, V1, wv);                                                                  \
     d2 = _mm512_dpwssd_epi32(d2, V2, wv);                                                                  \
     d3 = _mm512_dpwssd_epi32(d3, V3, wv);                                                                  \
-    W0 = _mm512_loadu_si512(row(2 * (M) + 8) + o);                                                         \
-    V0 = _mm512_loadu_si512(row(2 * (M) + 9) + o);                                                         \
+    W0 = _mm512_loadu_si512(next[2 * (M)] + o);                                                            \
+    V0 = _mm512_loadu_si512(next[2 * (M) + 1] + o);                                                        \
   }
       for (int m = 0; m < mc4; m += 4) {
         GPUCONV_COLUMN8_STEP(m, a0, a1, a2, a3, b0, b1, b2, b3)
         GPUCONV_COLUMN8_STEP(m + 1, a1, a2, a3, a0, b1, b2, b3, b0)
         GPUCONV_COLUMN8_STEP(m + 2, a2, a3, a0, a1, b2, b3, b0, b1)
         GPUCONV_COLUMN8_STEP(m + 3, a3, a0, a1, a2, b3, b0, b1, b2)
+        // the accumulators in the registers they entered in (GCC otherwise moves them each lap)
+        __asm__("" : "+v"(e0), "+v"(e1), "+v"(e2), "+v"(e3), "+v"(d0), "+v"(d1), "+v"(d2), "+v"(d3));
       }
 #undef GPUCONV_COLUMN8_STEP
       const __m512i acc[8] = {e0, d0, e1, d1, e2, d2, e3, d3};  // output rows 0..7

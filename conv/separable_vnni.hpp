@@ -36,7 +36,8 @@ namespace gpuconv::conv {
 
 struct fixed_rank1 {
   // row taps as int16 pairs packed in int32 (low half: the even source pixel): outputs at even
-  // offsets take row_even[m] on the pair at 2m, odd ones row_odd[m] (the tap before shifted in)
+  // offsets take row_even[m] on the pair at 2m, odd ones row_odd[m] (the tap before shifted in);
+  // kw / 2 + 1 pairs each (an even kw's last even pair is 0)
   std::vector<std::int32_t> row_even, row_odd;
   std::vector<std::int32_t> column;  // (h_2m, h_2m+1) pairs, h_kh = 0
   int row_shift = 0;                 // sr - si

@@ -700,10 +700,15 @@ TEST_CASE("CPU separable uint8 fixed point: the scales, the bound and the kernel
   CHECK(f->row_odd.size() == 16);
   CHECK(f->column.size() == 16);
   CHECK(f->out_shift >= 16);
-  // even kw: the odd outputs take one pair more (the tap before the row shifted in)
+  // even kw: the odd outputs take one pair more (the tap before the row shifted in); the even
+  // outputs' pairs are padded with a zero pair to as many
   const auto g8 = taps_1d(8, 0, 1);
-  REQUIRE(factors(g8, g8));
-  CHECK(factors(g8, g8)->row_odd.size() == factors(g8, g8)->row_even.size() + 1);
+  const auto f8 = factors(g8, g8);
+  REQUIRE(f8);
+  CHECK(f8->row_odd.size() == 5);
+  CHECK(f8->row_even.size() == 5);
+  CHECK(f8->row_even.back() == 0);
+  CHECK(f8->row_odd.front() != 0);
   // short kernels keep the float path (fixed_min_taps)
   rank1_factors short_bank{g8, taps_1d(fixed_min_taps - 9, 0, 1)}, long_bank{g8, taps_1d(fixed_min_taps - 8, 0, 1)};
   CHECK(fixed_bank(short_bank, 1, 8, fixed_min_taps - 9).empty());
