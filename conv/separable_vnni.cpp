@@ -256,7 +256,7 @@ GPUCONV_VNNI void column8_impl(const std::int32_t* const* pairs, const fixed_ran
   // what step m loads (pair rows 2m + 8, 2m + 9) and weighs, looked up once a call: clamping the
   // rows and testing m < mc in the loop, with GCC's register moves, took ~5 instructions a
   // vpdpwssd (375 for 64), on the ports the vpdpwssd need; now 56 for 32 (one thread, K = 31,
-  // n = 4096: ~1.95 -> ~1.7 us a row; docs/benchmarks.md, session 40)
+  // n = 4096: ~2.0 -> ~1.75 us a row; docs/benchmarks.md, session 40)
   thread_local std::vector<const std::int32_t*> next_rows;
   thread_local std::vector<std::int32_t> weights;
   next_rows.resize(2 * (std::size_t)mc4);
