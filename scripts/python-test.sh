@@ -25,14 +25,14 @@ vpy="$work/venv/bin/python"
 # included. GPUCONV_PYTHON_CUDA_ARCH overrides the choice either way.
 arch=()
 if [ -n "${GPUCONV_PYTHON_CUDA_ARCH:-}" ]; then
-  arch=(-C "cmake.define.CMAKE_CUDA_ARCHITECTURES=$GPUCONV_PYTHON_CUDA_ARCH")
+  arch=("--config-settings=cmake.define.CMAKE_CUDA_ARCHITECTURES=$GPUCONV_PYTHON_CUDA_ARCH")
 elif ! nvidia-smi -L >/dev/null 2>&1; then
-  arch=(-C "cmake.define.CMAKE_CUDA_ARCHITECTURES=90-virtual")
+  arch=("--config-settings=cmake.define.CMAKE_CUDA_ARCHITECTURES=90-virtual")
 fi
 start=$(date +%s)
 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)} \
   "$vpy" -m pip wheel --no-deps -q "${arch[@]}" . -w "$work/wheels"
-echo "python-test.sh: wheel $(basename "$work"/wheels/gpuconv-*.whl) built in $(( $(date +%s) - start )) s${arch:+ (${arch[1]})}"
+echo "python-test.sh: wheel $(basename "$work"/wheels/gpuconv-*.whl) built in $(( $(date +%s) - start )) s${arch:+ (${arch[0]#--config-settings=})}"
 "$vpy" -m pip install --no-deps -q --force-reinstall "$work"/wheels/gpuconv-*.whl
 cd "$work"
 "$vpy" -c 'import gpuconv; print("python-test.sh: gpuconv", gpuconv.__version__, "from", gpuconv.__file__, "; CUDA device:", gpuconv.cuda_available())'
