@@ -2,9 +2,11 @@
 // AVX-512 VNNI (vpdpwssd: 32 multiply-adds of int16 pairs into int32 an instruction, against 16
 // for a float FMA). On the 16-core H100 host at 16 threads the FMA units reach 604 G multiply-adds
 // a second and vpdpwssd 1234 (docs/benchmarks.md, session 36). The passes here do half the
-// instructions of the float ones but gain less than that: 8-20% at 4-8 threads, 10-20% at K = 63
-// on 16 (fixed_min_taps below); at 8 threads they issue ~8-9 G vpdpwssd a second of the probe's
-// 22, so something else (not profiled there) bounds them.
+// instructions of the float ones but gained less than that: 8-20% at 4-8 threads, 10-20% at K =
+// 63 on 16 in session 36, when their loops spent ~4 scalar instructions a vpdpwssd on the same
+// ports (looking up rows and weights, GCC's register moves); without them (session 40) 20-35% at
+// K = 11-23 on 16 threads (fixed_min_taps below). vpdpwssd issues ~1.75 a cycle on this CPU
+// family, as the FMA 2: the gain is in the instructions, not the ports.
 //
 // Both passes keep the float path's order of taps and its geometry (cpu_rows.hpp); what changes
 // is the arithmetic:
@@ -52,17 +54,17 @@ std::optional<fixed_rank1> fixed_factors(const float* column, int kh, const floa
                                          double max_error = fixed_max_error);
 
 // From this many taps (kh + kw) the separable method takes the fixed point; below it the passes'
-// fixed costs (the int16 source row, the pair rows) outweigh the halved multiply-adds. Measured on
-// the 16-core H100 host, 4096^2 gaussians, alternating processes against the float passes
-// (GPUCONV_CPU_ISA=avx512), two rounds, ms (docs/benchmarks.md, session 36):
-//   threads    K = 15 fixed / float      K = 31                    K = 63
-//   16         2.11 1.61 / 2.06 1.82     3.17 2.89 / 3.45 2.82     4.52 4.13 / 5.66 4.55
-//   8          3.29 2.83 / 3.65 3.28     4.50 4.08 / 5.09 5.11     8.53 6.98 / 8.95 9.09
-//   4          5.56 4.98 / 5.59 5.27     8.15 7.57 / 8.79 8.54     12.13 11.58 / 15.25 15.56
-//   1          12.95 19.17 / 15.49 18.10 20.49 30.91 / 27.06 32.44 51.40 54.49 / 47.36 46.75
-// and on one thread of a Zen 5 VM: K = 15 11.3 against 13.0, 31 17.2-17.6 against 25.4-30.9, 63
-// 31.4-33.9 against 47.8 (K = 3: 7.5 against 4.3).
-constexpr int fixed_min_taps = 48;
+// fixed costs (the int16 source row, the pair rows) outweigh the halved multiply-adds. Session 36
+// measured 48 on the 16-core H100 host; session 40's loops (no scalar work in them) moved it. On
+// the 16-core H200 host (same CPU model), uint8 gaussians, processes alternating, three rounds,
+// ms, fixed point / float passes (docs/benchmarks.md, session 40):
+//   threads  case      K = 7                    K = 11                   K = 15                   K = 23
+//   16       4096^2    0.64-0.80 / 0.67-0.79    0.83-0.99 / 1.03-1.25    0.97-1.08 / 1.27-1.60    1.36-1.50 / 1.76-1.93
+//   16       12 MP     1.47-1.62 / 1.45-1.53    1.64-2.00 / 2.15-2.50    1.97-2.30 / 2.56-3.13    2.45-3.07 / 3.62-4.35
+//   8        4096^2    1.35-1.43 / 0.99-1.35    1.33-1.57 / 1.96-2.10    1.72-1.99 / 2.13-2.62    2.08-2.50 / 2.97-3.86
+//   1        4096^2    8.1-11.6 / 6.7-9.3       10.5-13.6 / 10.6-15.2    10.6-15.3 / 14.4-22.1    12.9-21.6 / 18.4-26.8
+// so K = 11 (22 taps) and longer take it, K = 7 (14) does not.
+constexpr int fixed_min_taps = 20;
 
 // Every kernel's of a bank (the separable method's factors, one after another), or none where
 // one kernel has none or the kernels are short (fixed_min_taps): the plan then keeps the float

@@ -495,8 +495,10 @@ TEST_CASE("narrow route: stored samples through the library's narrow pixels give
     kernel k;
     bool exact;  // false: a uint8 kernel the library may run in fixed point (within a level)
   };
+  // kh + kw < conv::fixed_min_taps (20) keeps the float passes: 5 x 7, gaussian:1 (9 x 9)
   const std::vector<kernel_case> kernels_8 = {{positive_kernel(5, 7, 51, 1.0), true},
-                                              {*make_named_kernel("gaussian:2"), true},
+                                              {*make_named_kernel("gaussian:1"), true},
+                                              {*make_named_kernel("gaussian:2"), false},
                                               {*make_named_kernel("gaussian:8"), false}};
   struct shape {
     int rows, cols, type;
