@@ -11,7 +11,8 @@
 #   6. --sanitize: compute-sanitizer memcheck, racecheck, synccheck over the [pipeline] tests
 #      (the pipeline's kernels and nvJPEG calls), each to completion
 #   7. --sweep: the JPEG batch (all photos, gpuconv batch alone) under each of the pipeline's
-#      settings in SWEEP (env assignments, ';'-separated), twice each, with GPUCONV_BATCH_STATS
+#      settings in SWEEP (env assignments, ';'-separated), interleaved, SWEEP_ROUNDS rounds
+#      (default 2), with GPUCONV_BATCH_STATS
 #   scripts/gpu-app-check.sh [--no-tests] [--sanitize] [--no-bench] [--sweep] [--images N] [--reps R] [--png-images N]
 set -uo pipefail
 bin=${GPUCONV_BIN:-build-portable/apps/gpuconv}
@@ -73,7 +74,7 @@ ls -la "$work/bench/in-jpeg" | head -5 > "$out/photos.txt"
 
 if [ "$sweep" = 1 ]; then
   IFS=';' read -ra settings <<< "$sweep_settings"
-  for r in 1 2; do
+  for r in $(seq 1 "${SWEEP_ROUNDS:-2}"); do
     for setting in "${settings[@]}"; do
       rm -rf "$work/sweep-out"
       log="$out/sweep-$r-${setting//[^A-Za-z0-9_=]/_}.txt"

@@ -5,10 +5,14 @@
 // pixel difference on the first files. A measurement tool, not built by CMake:
 //   g++ -O2 -std=c++20 -I/usr/local/cuda/include -o nvjpeg-decode-probe
 //       scripts/nvjpeg-decode-probe.cpp -L/usr/local/cuda/lib64 -lnvjpeg -lcudart -pthread
-//   nvjpeg-decode-probe DIR N RUN...
+//   nvjpeg-decode-probe DIR N RUN...      (DIR: e.g. python3 scripts/photo-like-jpegs.py DIR 256)
 // Each RUN decodes (or encodes) N images over DIR's first 256 .jpg files: hw:THREADS:BATCH,
 // gpu:THREADS, cpu:THREADS (NVJPEG_BACKEND_HYBRID), enc:THREADS, enc2:THREADS (the encoder on a
-// handle of its own). "a+b" runs a and b at once on a shared count. Prints images/s and the
+// handle of its own), gb:THREADS:BATCH (nvjpegDecodeBatched on the second handle: with
+// PROBE_GPU_BACKEND=gpu_hybrid that handle is NVJPEG_BACKEND_GPU_HYBRID, whose batched decoder
+// does the Huffman decode on the GPU for batches of more than 50). PROBE_BLOCKING=1 sets
+// cudaDeviceScheduleBlockingSync first, as gpuconv does (otherwise the waits spin and count as
+// CPU time). "a+b" runs a and b at once on a shared count. Prints images/s and the
 // process's CPU time for each run. (A second hardware-backend handle in the process - without the
 // strict checks, or NVJPEG_BACKEND_HARDWARE_DEVICE for bitstreams in device memory - failed at its
 // first batch on an H100, nvJPEG 13.0, so neither is measured here.)
@@ -84,7 +88,7 @@ void worker(const job& j, std::atomic<int>& next, int count, std::atomic<int>& d
   cudaStream_t stream;
   CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const std::size_t plane = std::size_t(4000) * 3000;
-  const int slots = j.kind == "hw" ? j.batch : 1;
+  const int slots = j.kind == "hw" || j.kind == "gb" ? j.batch : 1;
   unsigned char* out = nullptr;
   CK(cudaMalloc(&out, 3 * plane * slots));
   auto image = [&](int k, const file& f) {
@@ -95,10 +99,11 @@ void worker(const job& j, std::atomic<int>& next, int count, std::atomic<int>& d
     }
     return im;
   };
-  if (j.kind == "hw") {
+  if (j.kind == "hw" || j.kind == "gb") {
+    const nvjpegHandle_t bh = j.kind == "hw" ? hw_handle : gpu_handle;
     nvjpegJpegState_t state;
-    CK(nvjpegJpegStateCreate(hw_handle, &state));
-    CK(nvjpegDecodeBatchedInitialize(hw_handle, state, j.batch, 1, NVJPEG_OUTPUT_BGR));
+    CK(nvjpegJpegStateCreate(bh, &state));
+    CK(nvjpegDecodeBatchedInitialize(bh, state, j.batch, 1, NVJPEG_OUTPUT_BGR));
     std::vector<const unsigned char*> data(j.batch);
     std::vector<std::size_t> sizes(j.batch);
     std::vector<nvjpegImage_t> ims(j.batch);
@@ -109,7 +114,7 @@ void worker(const job& j, std::atomic<int>& next, int count, std::atomic<int>& d
         sizes[k] = f.bytes.size();
         ims[k] = image(k, f);
       }
-      CK(nvjpegDecodeBatched(hw_handle, state, data.data(), sizes.data(), ims.data(), stream));
+      CK(nvjpegDecodeBatched(bh, state, data.data(), sizes.data(), ims.data(), stream));
       CK(cudaStreamSynchronize(stream));
     };
     run(0);  // warm-up
@@ -231,12 +236,16 @@ int main(int argc, char** argv) {
     f.bytes.assign(std::istreambuf_iterator<char>(in), {});
     files.push_back(std::move(f));
   }
+  if (const char* e = std::getenv("PROBE_BLOCKING"); e && *e == '1') CK(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));
   CK(nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, flags, &hw_handle));
   // PROBE_SHARED_HANDLE=1: the decoupled decoders and enc2 on the hardware decoder's handle
   if (const char* e = std::getenv("PROBE_SHARED_HANDLE"); e && *e == '1')
     gpu_handle = hw_handle;
   else
-    CK(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, flags, &gpu_handle));
+    CK(nvjpegCreateEx(std::getenv("PROBE_GPU_BACKEND") && std::string(std::getenv("PROBE_GPU_BACKEND")) == "gpu_hybrid"
+                          ? NVJPEG_BACKEND_GPU_HYBRID
+                          : NVJPEG_BACKEND_DEFAULT,
+                      nullptr, nullptr, flags, &gpu_handle));
   for (auto& f : files) {
     int nc;
     nvjpegChromaSubsampling_t ss;
