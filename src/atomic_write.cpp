@@ -54,6 +54,44 @@ struct temp_guard {
 
 }  // namespace
 
+directory_syncs::directory_syncs(std::chrono::milliseconds period, std::size_t renames)
+    : last_(std::chrono::steady_clock::now()), period_(period), renames_(renames) {}
+
+void directory_syncs::renamed(const fs::path& dir) {
+  bool due;
+  {
+    std::lock_guard lock(mutex_);
+    pending_.insert(dir);
+    ++count_;
+    due = count_ >= renames_ || std::chrono::steady_clock::now() - last_ >= period_;
+  }
+  if (due) sync();
+}
+
+void directory_syncs::sync() {
+  // one syncing thread at a time: the entries noted before it took the set are durable when it returns
+  std::lock_guard syncing(sync_mutex_);
+  std::set<fs::path> dirs;
+  {
+    std::lock_guard lock(mutex_);
+    dirs.swap(pending_);
+    count_ = 0;
+    last_ = std::chrono::steady_clock::now();
+  }
+  for (const fs::path& d : dirs) {
+    if (fsync_outputs()) fsync_directory(d);
+    ++synced_;
+  }
+}
+
+bool share_directory_syncs() {
+  static const bool on = [] {
+    const char* e = std::getenv("GPUCONV_DIR_FSYNC");
+    return !(e && std::string(e) == "each");
+  }();
+  return on;
+}
+
 bool is_temp_name(const fs::path& file) { return file.filename().string().find(temp_marker) != std::string::npos; }
 
 void write_image_atomic(const fs::path& out, const cv::Mat& image, bool overwrite, const std::vector<int>& params) {
@@ -74,11 +112,12 @@ void write_image_atomic(const fs::path& out, const cv::Mat& image, bool overwrit
 }
 
 void write_bytes_atomic(const fs::path& out, const std::vector<unsigned char>& bytes, bool overwrite,
-                        bool despite_interrupt) {
-  write_spans_atomic(out, {{bytes.data(), bytes.size()}}, overwrite, despite_interrupt);
+                        bool despite_interrupt, directory_syncs* dirs) {
+  write_spans_atomic(out, {{bytes.data(), bytes.size()}}, overwrite, despite_interrupt, dirs);
 }
 
-void write_spans_atomic(const fs::path& out, const std::vector<byte_span>& spans, bool overwrite, bool despite_interrupt) {
+void write_spans_atomic(const fs::path& out, const std::vector<byte_span>& spans, bool overwrite, bool despite_interrupt,
+                        directory_syncs* dirs) {
   const auto stop = [&] { return interrupted() && !despite_interrupt; };
   static std::atomic<unsigned long> counter{0};
   const fs::path dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
@@ -153,7 +192,10 @@ void write_spans_atomic(const fs::path& out, const std::vector<byte_span>& spans
       throw output_error(name + ": cannot be written: " + errno_text(errno));
   }
   guard.armed = false;
-  if (fsync_outputs()) fsync_directory(dir);
+  if (dirs)
+    dirs->renamed(dir);
+  else if (fsync_outputs())
+    fsync_directory(dir);
 }
 
 }  // namespace gpuconv::app

@@ -261,3 +261,35 @@ TEST_CASE("faults: --device cuda without a GPU is one line, exit 1, nothing writ
   CHECK(r.err == "gpuconv: error: --device cuda: no CUDA device is available\n");
   CHECK_FALSE(fs::exists(out));
 }
+
+TEST_CASE("faults: outputs with shared directory syncs are whole under their names, their directories synced",
+          "[app][faults]") {
+  test::scratch_dir dir;
+  const fs::path a = dir / "a", b = dir / "b", gone = dir / "gone";
+  fs::create_directories(a);
+  fs::create_directories(b);
+  fs::create_directories(gone);
+  directory_syncs syncs(std::chrono::hours(1), 3);  // by count only here
+  auto bytes = [](int i) { return std::vector<unsigned char>(1000 + i, static_cast<unsigned char>(i)); };
+  write_bytes_atomic(a / "0.bin", bytes(0), true, false, &syncs);
+  write_bytes_atomic(b / "1.bin", bytes(1), true, false, &syncs);
+  CHECK(syncs.synced() == 0);  // two renames noted, none synced yet
+  write_bytes_atomic(a / "2.bin", bytes(2), true, false, &syncs);
+  CHECK(syncs.synced() == 2);  // the third: a and b, once each
+  write_bytes_atomic(b / "3.bin", bytes(3), true, false, &syncs);
+  // an output that may not replace a file: refused, nothing noted, no temp file
+  CHECK_THROWS_AS(write_bytes_atomic(b / "3.bin", bytes(9), false, false, &syncs), output_error);
+  // a directory gone before its sync: the sync is best effort, as the one-image command's
+  write_bytes_atomic(gone / "4.bin", bytes(4), true, false, &syncs);
+  fs::remove_all(gone);
+  syncs.sync();
+  CHECK(syncs.synced() == 4);  // b and gone
+  syncs.sync();
+  CHECK(syncs.synced() == 4);  // nothing pending
+  for (int i = 0; i < 4; ++i) {
+    const fs::path p = (i % 2 ? b : a) / (std::to_string(i) + ".bin");
+    const std::string text = test::read_file(p);
+    CHECK(std::vector<unsigned char>(text.begin(), text.end()) == bytes(i));
+  }
+  CHECK(test::temp_files_under(dir.path()).empty());
+}
