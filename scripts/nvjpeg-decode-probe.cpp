@@ -5,7 +5,9 @@
 // pixel difference on the first files. A measurement tool, not built by CMake:
 //   g++ -O2 -std=c++20 -I/usr/local/cuda/include -o nvjpeg-decode-probe
 //       scripts/nvjpeg-decode-probe.cpp -L/usr/local/cuda/lib64 -lnvjpeg -lcudart -pthread
-//   nvjpeg-decode-probe DIR N RUN...      (DIR: e.g. python3 scripts/photo-like-jpegs.py DIR 256)
+//   nvjpeg-decode-probe DIR N RUN...
+// (DIR: photos, e.g. D/in-jpeg after `gpuconv bench --workload jpeg --images 256 --device cpu
+// --no-peer --rounds 1 --dir D --keep`)
 // Each RUN decodes (or encodes) N images over DIR's first 256 .jpg files: hw:THREADS:BATCH,
 // gpu:THREADS, cpu:THREADS (NVJPEG_BACKEND_HYBRID), enc:THREADS, enc2:THREADS (the encoder on a
 // handle of its own), gb:THREADS:BATCH (nvjpegDecodeBatched on the second handle: with
@@ -239,13 +241,13 @@ int main(int argc, char** argv) {
   if (const char* e = std::getenv("PROBE_BLOCKING"); e && *e == '1') CK(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));
   CK(nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, flags, &hw_handle));
   // PROBE_SHARED_HANDLE=1: the decoupled decoders and enc2 on the hardware decoder's handle
+  const char* backend = std::getenv("PROBE_GPU_BACKEND");
+  const bool gpu_hybrid = backend && std::string(backend) == "gpu_hybrid";
   if (const char* e = std::getenv("PROBE_SHARED_HANDLE"); e && *e == '1')
     gpu_handle = hw_handle;
   else
-    CK(nvjpegCreateEx(std::getenv("PROBE_GPU_BACKEND") && std::string(std::getenv("PROBE_GPU_BACKEND")) == "gpu_hybrid"
-                          ? NVJPEG_BACKEND_GPU_HYBRID
-                          : NVJPEG_BACKEND_DEFAULT,
-                      nullptr, nullptr, flags, &gpu_handle));
+    CK(nvjpegCreateEx(gpu_hybrid ? NVJPEG_BACKEND_GPU_HYBRID : NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, flags,
+                      &gpu_handle));
   for (auto& f : files) {
     int nc;
     nvjpegChromaSubsampling_t ss;
