@@ -290,14 +290,15 @@ std::atomic<bool> retired{false};  // nvjpeg_retire_decoders was called
 
 }  // namespace
 
-void nvjpeg_load_in_background(int decoder_states) {
+void nvjpeg_load_in_background(int decoder_states, int hardware_decoder_states) {
   static std::once_flag started;
-  const int states = std::clamp(decoder_states, 1, nvjpeg_api::max_decoders);
-  std::call_once(started, [states] {
-    background_loader.thread = std::thread([states] {
+  std::call_once(started, [decoder_states, hardware_decoder_states] {
+    background_loader.thread = std::thread([decoder_states, hardware_decoder_states] {
       prefer_blocking_sync();  // where this thread is the first to need the context
       load_once();
       if (!status.available) return;
+      const int states = std::clamp(api.hardware && hardware_decoder_states > 0 ? hardware_decoder_states : decoder_states,
+                                    1, nvjpeg_api::max_decoders);
       for (int k = 1; k < states; ++k) {  // the further states, once the first is in use
         debug_timer ts{"further decoder state", k};
         if (api.nvjpegJpegStateCreate(api.handle, &api.decoders[k].state) == NVJPEG_STATUS_SUCCESS)

@@ -35,7 +35,9 @@ const nvjpeg_status& nvjpeg_library();
 // H100), with `decoder_states` decoder states (1..4, for as many threads decoding at once);
 // nvjpeg_ready() says, without waiting, whether it is loaded and available, nvjpeg_settled()
 // whether loading has ended (available or not).
-void nvjpeg_load_in_background(int decoder_states = 2);
+// `hardware_decoder_states`, when not 0, replaces `decoder_states` where the backend is the
+// hardware decoder (known once loaded): the further states are made only as they are needed.
+void nvjpeg_load_in_background(int decoder_states = 2, int hardware_decoder_states = 0);
 bool nvjpeg_ready();
 bool nvjpeg_settled();
 // Whether nvJPEG's handle is up, without waiting: it comes ~0.35 s before the decoder state

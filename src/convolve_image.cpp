@@ -241,11 +241,11 @@ bool convolver::wants_gpu_jpeg() const {
   return settings_.device == conv::backend::cuda && settings_.decoder != jpeg_decoder::cpu;
 }
 
-void convolver::start_gpu_jpeg(int decoder_states) const {
+void convolver::start_gpu_jpeg(int decoder_states, int hardware_decoder_states) const {
 #ifdef GPUCONV_HAVE_NVJPEG
-  if (wants_gpu_jpeg()) pipeline::nvjpeg_load_in_background(decoder_states);
+  if (wants_gpu_jpeg()) pipeline::nvjpeg_load_in_background(decoder_states, hardware_decoder_states);
 #else
-  (void)decoder_states;
+  (void)decoder_states, (void)hardware_decoder_states;
 #endif
 }
 

@@ -202,7 +202,8 @@ class convolver {
   // a decoder state for each of `decoder_states` decode threads, and says without waiting
   // whether it is ready (until then JPEGs are decoded by the CPU) or whether loading has
   // ended either way (settled; true when this convolver does not use nvJPEG).
-  void start_gpu_jpeg(int decoder_states = 2) const;
+  // (hardware_decoder_states: nvjpeg_load_in_background's)
+  void start_gpu_jpeg(int decoder_states = 2, int hardware_decoder_states = 0) const;
   bool gpu_jpeg_ready() const;
   bool gpu_jpeg_settled() const;
   // The GPU encoder alone is up (it comes 0.5-1 s before the decoder): JPEG outputs of
