@@ -10,9 +10,12 @@
 // --no-peer --rounds 1 --dir D --keep`)
 // Each RUN decodes (or encodes) N images over DIR's first 256 .jpg files: hw:THREADS:BATCH,
 // gpu:THREADS, cpu:THREADS (NVJPEG_BACKEND_HYBRID), enc:THREADS, enc2:THREADS (the encoder on a
-// handle of its own), gb:THREADS:BATCH (nvjpegDecodeBatched on the second handle: with
-// PROBE_GPU_BACKEND=gpu_hybrid that handle is NVJPEG_BACKEND_GPU_HYBRID, whose batched decoder
-// does the Huffman decode on the GPU for batches of more than 50). PROBE_BLOCKING=1 sets
+// handle of its own), encd:THREADS (the bitstream to device memory with
+// nvjpegEncodeRetrieveBitstreamDevice, then one copy to page-locked memory; PROBE_ENC_OUT=P
+// writes each encoder's first bitstream to P-KIND.jpg), gb:THREADS:BATCH (nvjpegDecodeBatched
+// on the second handle: with PROBE_GPU_BACKEND=gpu_hybrid that handle is
+// NVJPEG_BACKEND_GPU_HYBRID, whose batched decoder does the Huffman decode on the GPU for
+// batches of more than 50). PROBE_BLOCKING=1 sets
 // cudaDeviceScheduleBlockingSync first, as gpuconv does (otherwise the waits spin and count as
 // CPU time). "a+b" runs a and b at once on a shared count. Prints images/s and the
 // process's CPU time for each run. (A second hardware-backend handle in the process - without the
@@ -80,6 +83,9 @@ struct decoupled {
   }
 };
 
+std::atomic<long long> encode_call_ns{0}, retrieve_ns{0};  // the encoders' time, summed over threads
+std::atomic<int> encodes{0};
+
 struct job {
   std::string kind;  // hw, gpu, cpu
   int threads = 1, batch = 8;
@@ -125,7 +131,7 @@ void worker(const job& j, std::atomic<int>& next, int count, std::atomic<int>& d
       run(i);
       done += j.batch;
     }
-  } else if (j.kind == "enc" || j.kind == "enc2") {
+  } else if (j.kind == "enc" || j.kind == "enc2" || j.kind == "encd") {
     // enc2: on a handle of its own (NVJPEG_BACKEND_DEFAULT), not the hardware decoder's
     const nvjpegHandle_t eh = j.kind == "enc2" ? gpu_handle : hw_handle;
     // encodes the first file's pixels again and again (quality 95, 4:2:0), bitstream to pinned memory
@@ -148,15 +154,47 @@ void worker(const job& j, std::atomic<int>& next, int count, std::atomic<int>& d
     CK(nvjpegEncoderParamsSetQuality(params, 95, stream));
     unsigned char* host = nullptr;
     CK(cudaHostAlloc((void**)&host, 16 << 20, cudaHostAllocDefault));
-    auto run = [&] {
+    unsigned char* dev = nullptr;  // encd: the bitstream to device memory, then one copy to host
+    CK(cudaMalloc((void**)&dev, 16 << 20));
+    using clk = std::chrono::steady_clock;
+    auto run = [&]() -> std::size_t {
       nvjpegImage_t im = image(0, files[0]);
+      const auto t0 = clk::now();
       CK(nvjpegEncodeImage(eh, enc, params, &im, NVJPEG_INPUT_BGR, files[0].w, files[0].h, stream));
+      const auto t1 = clk::now();
       std::size_t length = 0;
-      CK(nvjpegEncodeRetrieveBitstream(eh, enc, nullptr, &length, stream));
-      CK(nvjpegEncodeRetrieveBitstream(eh, enc, host, &length, stream));
+      if (j.kind == "encd") {
+        CK(nvjpegEncodeRetrieveBitstreamDevice(eh, enc, nullptr, &length, stream));
+        std::size_t room = 16 << 20;
+        CK(nvjpegEncodeRetrieveBitstreamDevice(eh, enc, dev, &room, stream));
+        length = room;
+        CK(cudaMemcpyAsync(host, dev, length, cudaMemcpyDeviceToHost, stream));
+      } else {
+        CK(nvjpegEncodeRetrieveBitstream(eh, enc, nullptr, &length, stream));
+        CK(nvjpegEncodeRetrieveBitstream(eh, enc, host, &length, stream));
+      }
       CK(cudaStreamSynchronize(stream));
+      const auto t2 = clk::now();
+      encode_call_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+      retrieve_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(t2 - t1).count();
+      ++encodes;
+      return length;
     };
-    run();
+    {
+      const std::size_t length = run();
+      std::printf("%s: first bitstream %zu bytes, checksum %llu\n", j.kind.c_str(), length, [&] {
+        unsigned long long h = 1469598103934665603ull;
+        for (std::size_t k = 0; k < length; ++k) h = (h ^ host[k]) * 1099511628211ull;
+        return h;
+      }());
+      if (const char* o = std::getenv("PROBE_ENC_OUT")) {  // the bitstream to a file, to check it decodes
+        std::ofstream f(std::string(o) + "-" + j.kind + ".jpg", std::ios::binary);
+        f.write(reinterpret_cast<const char*>(host), std::streamsize(length));
+      }
+      encode_call_ns = 0;
+      retrieve_ns = 0;
+      encodes = 0;
+    }
     start.arrive_and_wait();
     for (int i; (i = next.fetch_add(1)) < count;) {
       run();
@@ -295,6 +333,12 @@ int main(int argc, char** argv) {
     std::printf("%-28s %6d images in %.3f s: %7.1f images/s, CPU %.2f s (%.1f ms an image)", spec.c_str(), total, s,
                 total / s, cpu, 1e3 * cpu / total);
     for (std::size_t k = 0; k < jobs.size(); ++k) std::printf(" | %s %d (%.1f/s)", jobs[k].kind.c_str(), int(done[k]), done[k] / s);
+    if (encodes > 0)
+      std::printf(" | encode call %.3f ms, bitstream to host %.3f ms an encode", encode_call_ns * 1e-6 / encodes,
+                  retrieve_ns * 1e-6 / encodes);
+    encode_call_ns = 0;
+    retrieve_ns = 0;
+    encodes = 0;
     std::printf("\n");
     std::fflush(stdout);
   }
