@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 
 #include <opencv2/imgcodecs.hpp>
@@ -42,15 +43,6 @@ bool fsync_outputs() {
   }();
   return on;
 }
-
-// Removes the temp file unless released: every exit path but the successful move.
-struct temp_guard {
-  fs::path path;
-  bool armed = true;
-  ~temp_guard() {
-    if (armed) ::unlink(path.c_str());
-  }
-};
 
 }  // namespace
 
@@ -116,8 +108,39 @@ void write_bytes_atomic(const fs::path& out, const std::vector<unsigned char>& b
   write_spans_atomic(out, {{bytes.data(), bytes.size()}}, overwrite, despite_interrupt, dirs);
 }
 
-void write_spans_atomic(const fs::path& out, const std::vector<byte_span>& spans, bool overwrite, bool despite_interrupt,
-                        directory_syncs* dirs) {
+staged_output::staged_output(staged_output&& o) noexcept
+    : fd_(o.fd_), temp_(std::move(o.temp_)), out_(std::move(o.out_)), dir_(std::move(o.dir_)),
+      overwrite_(o.overwrite_), despite_interrupt_(o.despite_interrupt_) {
+  o.fd_ = -1;
+  o.temp_.clear();
+}
+
+staged_output& staged_output::operator=(staged_output&& o) noexcept {
+  if (this != &o) {
+    drop();
+    fd_ = o.fd_;
+    temp_ = std::move(o.temp_);
+    out_ = std::move(o.out_);
+    dir_ = std::move(o.dir_);
+    overwrite_ = o.overwrite_;
+    despite_interrupt_ = o.despite_interrupt_;
+    o.fd_ = -1;
+    o.temp_.clear();
+  }
+  return *this;
+}
+
+staged_output::~staged_output() { drop(); }
+
+// an uncommitted temp file goes
+void staged_output::drop() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (!temp_.empty()) ::unlink(temp_.c_str());
+  temp_.clear();
+}
+
+staged_output stage_output(const fs::path& out, const std::vector<byte_span>& spans, bool overwrite, bool despite_interrupt) {
   const auto stop = [&] { return interrupted() && !despite_interrupt; };
   static std::atomic<unsigned long> counter{0};
   const fs::path dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
@@ -135,7 +158,13 @@ void write_spans_atomic(const fs::path& out, const std::vector<byte_span>& spans
       throw output_error(name + ": directory '" + dir.string() + "' is not writable: " + errno_text(e));
     throw output_error(name + ": cannot create a file in '" + dir.string() + "': " + errno_text(e));
   }
-  temp_guard guard{temp};
+  staged_output staged;  // from here on its destructor closes and removes the temp file
+  staged.fd_ = fd;
+  staged.temp_ = temp;
+  staged.out_ = out;
+  staged.dir_ = dir;
+  staged.overwrite_ = overwrite;
+  staged.despite_interrupt_ = despite_interrupt;
   std::size_t total = 0;
   for (const byte_span& s : spans) total += s.bytes;
   // writev over the spans not yet written, at most IOV_MAX at a time, resumed after short writes
@@ -156,7 +185,6 @@ void write_spans_atomic(const fs::path& out, const std::vector<byte_span>& spans
     if (n < 0 && errno == EINTR && !stop()) continue;
     if (n <= 0) {
       const int e = n < 0 ? errno : EIO;
-      ::close(fd);
       if (n < 0 && e == EINTR) throw output_error(name + ": interrupted before it was written");
       throw output_error(name + ": cannot be written (" + std::to_string(total) + " bytes): " + errno_text(e));
     }
@@ -170,15 +198,25 @@ void write_spans_atomic(const fs::path& out, const std::vector<byte_span>& spans
       }
     }
   }
+  return staged;
+}
+
+void commit_output(staged_output& staged, directory_syncs* dirs) {
+  if (staged.fd_ < 0) throw std::logic_error("commit_output: nothing staged");
+  const fs::path& out = staged.out_;
+  const std::string name = "output '" + out.string() + "'";
+  const int fd = staged.fd_;
+  staged.fd_ = -1;  // closed below on every path
   if (fsync_outputs() && ::fsync(fd) != 0) {
     const int e = errno;
     ::close(fd);
     throw output_error(name + ": fsync failed: " + errno_text(e));
   }
   if (::close(fd) != 0) throw output_error(name + ": cannot be written: " + errno_text(errno));
-  if (stop()) throw output_error(name + ": interrupted before it was written");
+  if (interrupted() && !staged.despite_interrupt_) throw output_error(name + ": interrupted before it was written");
 
-  if (overwrite) {
+  const fs::path& temp = staged.temp_;
+  if (staged.overwrite_) {
     if (::rename(temp.c_str(), out.c_str()) != 0)
       throw output_error(name + ": cannot be written: " + errno_text(errno));
   } else if (::link(temp.c_str(), out.c_str()) == 0) {
@@ -191,11 +229,17 @@ void write_spans_atomic(const fs::path& out, const std::vector<byte_span>& spans
     if (::rename(temp.c_str(), out.c_str()) != 0)
       throw output_error(name + ": cannot be written: " + errno_text(errno));
   }
-  guard.armed = false;
+  staged.temp_.clear();  // moved onto its name: nothing to remove
   if (dirs)
-    dirs->renamed(dir);
+    dirs->renamed(staged.dir_);
   else if (fsync_outputs())
-    fsync_directory(dir);
+    fsync_directory(staged.dir_);
+}
+
+void write_spans_atomic(const fs::path& out, const std::vector<byte_span>& spans, bool overwrite, bool despite_interrupt,
+                        directory_syncs* dirs) {
+  staged_output staged = stage_output(out, spans, overwrite, despite_interrupt);
+  commit_output(staged, dirs);
 }
 
 }  // namespace gpuconv::app

@@ -65,6 +65,32 @@ struct byte_span {
 void write_spans_atomic(const std::filesystem::path& out, const std::vector<byte_span>& spans, bool overwrite = true,
                         bool despite_interrupt = false, directory_syncs* dirs = nullptr);
 
+// write_spans_atomic in two steps, for a batch whose encoding threads hand the waits (fsync,
+// the move onto the name) to threads of their own: stage_output writes the bytes into the temp
+// file (the checks and errors as write_spans_atomic's); commit_output fsyncs it and moves it
+// onto its name (rename, or link + unlink), the directory's fsync as `dirs` says. A staged
+// output dropped uncommitted (an error, an interrupt) has its temp file removed.
+class staged_output {
+ public:
+  staged_output() = default;
+  staged_output(staged_output&& o) noexcept;
+  staged_output& operator=(staged_output&& o) noexcept;
+  staged_output(const staged_output&) = delete;
+  staged_output& operator=(const staged_output&) = delete;
+  ~staged_output();
+
+ private:
+  friend staged_output stage_output(const std::filesystem::path&, const std::vector<byte_span>&, bool, bool);
+  friend void commit_output(staged_output&, directory_syncs*);
+  void drop();
+  int fd_ = -1;
+  std::filesystem::path temp_, out_, dir_;
+  bool overwrite_ = true, despite_interrupt_ = false;
+};
+staged_output stage_output(const std::filesystem::path& out, const std::vector<byte_span>& spans, bool overwrite = true,
+                           bool despite_interrupt = false);
+void commit_output(staged_output& staged, directory_syncs* dirs = nullptr);
+
 // True for names write_image_atomic uses for its temp files (tests look for leftovers).
 bool is_temp_name(const std::filesystem::path& file);
 

@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <stdexcept>
 
 #include <opencv2/imgcodecs.hpp>
 
@@ -99,6 +100,44 @@ TEST_CASE("atomic writer: spans land in order, more of them than one writev take
   const std::vector<unsigned char> got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(got.size() == expected.size());
   CHECK(got == expected);
+  CHECK(test::temp_files_under(dir.path()).empty());
+}
+
+TEST_CASE("atomic writer in two steps: staged bytes show under no name until committed, dropped ones leave nothing",
+          "[app]") {
+  test::scratch_dir dir;
+  const std::string text = "staged bytes";
+  const std::vector<byte_span> spans{{reinterpret_cast<const unsigned char*>(text.data()), text.size()}};
+  {
+    staged_output s = stage_output(dir / "a.bin", spans);
+    CHECK_FALSE(fs::exists(dir / "a.bin"));
+    CHECK(test::temp_files_under(dir.path()).size() == 1);
+    staged_output moved = std::move(s);  // the temp file follows the object
+    commit_output(moved, nullptr);
+    CHECK_THROWS_AS(commit_output(moved, nullptr), std::logic_error);  // once
+  }
+  CHECK(test::read_file(dir / "a.bin") == text);
+  {
+    staged_output s = stage_output(dir / "b.bin", spans);
+  }  // dropped uncommitted (an error or an interrupt in the batch)
+  CHECK_FALSE(fs::exists(dir / "b.bin"));
+  // an output that appears between the two steps is kept, without --overwrite; the staged one goes
+  {
+    staged_output s = stage_output(dir / "c.bin", spans, false);
+    test::write_file(dir / "c.bin", "precious");
+    CHECK_THROWS_AS(commit_output(s, nullptr), output_error);
+  }
+  CHECK(test::read_file(dir / "c.bin") == "precious");
+  // with --overwrite it is replaced whole; the directory's sync left to a shared directory_syncs
+  directory_syncs syncs;
+  {
+    staged_output s = stage_output(dir / "c.bin", spans, true);
+    commit_output(s, &syncs);
+  }
+  syncs.sync();
+  CHECK(syncs.synced() >= 1);
+  CHECK(test::read_file(dir / "c.bin") == text);
+  CHECK_THROWS_AS(stage_output(dir / "missing" / "d.bin", spans), output_error);
   CHECK(test::temp_files_under(dir.path()).empty());
 }
 
