@@ -114,9 +114,9 @@ int decode_stage_count(int hybrid) { return env_int("GPUCONV_DECODE_STAGES", hyb
 // Beside the GPU-hybrid decoders (which take the JPEGs the stages leave), one hardware decoder
 // stage and one decoder state: the other stages end once nvJPEG has loaded, and their states
 // are not made. H200 host, 12 MP photos, --jobs 16, whole command from the shell, 1 stage
-// against 3, interleaved rounds on three machine starts (medians, s): 1440 photos 3.58 / 3.60,
-// 4.17 / 4.39, 3.57 / 3.74 (faster in 12 rounds of 12); 480 photos 2.14 / 2.36, 2.08 / 2.24
-// (7 of 7). The exit is 0.12-0.20 s against 0.18-0.28 (one hardware decoder state to tear down
+// against 3, interleaved rounds in three calls on two machine starts (medians, s): 1440
+// photos 3.58 / 3.60, 4.17 / 4.39, 3.57 / 3.74 (faster in 12 rounds of 12); 480 photos
+// 2.14 / 2.36, 2.08 / 2.24 (7 of 7). The exit is 0.12-0.20 s against 0.18-0.28 (one hardware decoder state to tear down
 // instead of three) and the batch's own rate is no lower. Where GPUCONV_DECODE_STAGES is set,
 // it is the count either way.
 int stages_beside_hybrid(int stages) { return env_int("GPUCONV_DECODE_STAGES", 0, 4, -1) >= 0 ? stages : 1; }
