@@ -11,6 +11,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include <opencv2/imgcodecs.hpp>
 
@@ -43,6 +44,9 @@ bool fsync_outputs() {
   }();
   return on;
 }
+
+// the directory an output (and its temp file) goes into
+fs::path output_directory(const fs::path& out) { return out.has_parent_path() ? out.parent_path() : fs::path("."); }
 
 }  // namespace
 
@@ -109,23 +113,17 @@ void write_bytes_atomic(const fs::path& out, const std::vector<unsigned char>& b
 }
 
 staged_output::staged_output(staged_output&& o) noexcept
-    : fd_(o.fd_), temp_(std::move(o.temp_)), out_(std::move(o.out_)), dir_(std::move(o.dir_)),
-      overwrite_(o.overwrite_), despite_interrupt_(o.despite_interrupt_) {
-  o.fd_ = -1;
-  o.temp_.clear();
-}
+    : fd_(std::exchange(o.fd_, -1)), temp_(std::exchange(o.temp_, {})), out_(std::move(o.out_)),
+      overwrite_(o.overwrite_), despite_interrupt_(o.despite_interrupt_) {}
 
 staged_output& staged_output::operator=(staged_output&& o) noexcept {
   if (this != &o) {
     drop();
-    fd_ = o.fd_;
-    temp_ = std::move(o.temp_);
+    fd_ = std::exchange(o.fd_, -1);
+    temp_ = std::exchange(o.temp_, {});
     out_ = std::move(o.out_);
-    dir_ = std::move(o.dir_);
     overwrite_ = o.overwrite_;
     despite_interrupt_ = o.despite_interrupt_;
-    o.fd_ = -1;
-    o.temp_.clear();
   }
   return *this;
 }
@@ -143,7 +141,7 @@ void staged_output::drop() {
 staged_output stage_output(const fs::path& out, const std::vector<byte_span>& spans, bool overwrite, bool despite_interrupt) {
   const auto stop = [&] { return interrupted() && !despite_interrupt; };
   static std::atomic<unsigned long> counter{0};
-  const fs::path dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  const fs::path dir = output_directory(out);
   const fs::path temp = dir / ("." + out.filename().string() + temp_marker + std::to_string(::getpid()) + "-" +
                                std::to_string(counter++) + out.extension().string());
   const std::string name = "output '" + out.string() + "'";
@@ -158,13 +156,7 @@ staged_output stage_output(const fs::path& out, const std::vector<byte_span>& sp
       throw output_error(name + ": directory '" + dir.string() + "' is not writable: " + errno_text(e));
     throw output_error(name + ": cannot create a file in '" + dir.string() + "': " + errno_text(e));
   }
-  staged_output staged;  // from here on its destructor closes and removes the temp file
-  staged.fd_ = fd;
-  staged.temp_ = temp;
-  staged.out_ = out;
-  staged.dir_ = dir;
-  staged.overwrite_ = overwrite;
-  staged.despite_interrupt_ = despite_interrupt;
+  staged_output staged(fd, temp, out, overwrite, despite_interrupt);  // its destructor closes and removes the temp file
   std::size_t total = 0;
   for (const byte_span& s : spans) total += s.bytes;
   // writev over the spans not yet written, at most IOV_MAX at a time, resumed after short writes
@@ -231,9 +223,9 @@ void commit_output(staged_output& staged, directory_syncs* dirs) {
   }
   staged.temp_.clear();  // moved onto its name: nothing to remove
   if (dirs)
-    dirs->renamed(staged.dir_);
+    dirs->renamed(output_directory(out));
   else if (fsync_outputs())
-    fsync_directory(staged.dir_);
+    fsync_directory(output_directory(out));
 }
 
 void write_spans_atomic(const fs::path& out, const std::vector<byte_span>& spans, bool overwrite, bool despite_interrupt,

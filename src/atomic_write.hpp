@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <mutex>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include <opencv2/core.hpp>
@@ -82,9 +83,11 @@ class staged_output {
  private:
   friend staged_output stage_output(const std::filesystem::path&, const std::vector<byte_span>&, bool, bool);
   friend void commit_output(staged_output&, directory_syncs*);
+  staged_output(int fd, std::filesystem::path temp, std::filesystem::path out, bool overwrite, bool despite_interrupt)
+      : fd_(fd), temp_(std::move(temp)), out_(std::move(out)), overwrite_(overwrite), despite_interrupt_(despite_interrupt) {}
   void drop();
   int fd_ = -1;
-  std::filesystem::path temp_, out_, dir_;
+  std::filesystem::path temp_, out_;
   bool overwrite_ = true, despite_interrupt_ = false;
 };
 staged_output stage_output(const std::filesystem::path& out, const std::vector<byte_span>& spans, bool overwrite = true,

@@ -116,9 +116,9 @@ int decode_stage_count(int hybrid) { return env_int("GPUCONV_DECODE_STAGES", hyb
 // are not made. H200 host, 12 MP photos, --jobs 16, whole command from the shell, 1 stage
 // against 3, interleaved rounds in three calls on two machine starts (medians, s): 1440
 // photos 3.58 / 3.60, 4.17 / 4.39, 3.57 / 3.74 (faster in 12 rounds of 12); 480 photos
-// 2.14 / 2.36, 2.08 / 2.24 (7 of 7). The exit is 0.12-0.20 s against 0.18-0.28 (one hardware decoder state to tear down
-// instead of three) and the batch's own rate is no lower. Where GPUCONV_DECODE_STAGES is set,
-// it is the count either way.
+// 2.14 / 2.36, 2.08 / 2.24 (7 of 7). The exit is 0.12-0.20 s against 0.18-0.28 (one hardware
+// decoder state to tear down instead of three) and the batch's own rate is no lower. Where
+// GPUCONV_DECODE_STAGES is set, it is the count either way.
 int stages_beside_hybrid(int stages) { return env_int("GPUCONV_DECODE_STAGES", 0, 4, -1) >= 0 ? stages : 1; }
 // Decoders that decode JPEGs on the CPU while nvJPEG starts; the others wait for it. Its
 // start-up is mostly system time (the driver): 0.5-1.0 s beside 4 busy decoders, 1.0-1.5 s
@@ -521,6 +521,13 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
 #endif
   };
   std::atomic<int> hybrid_decoded{0};
+  // the CPU decoders are done and their queue empty (a short batch may end before nvJPEG loads)
+  auto drained = [&] { return decoders_left == 0 && decoded.size() == 0; };
+  // until nvJPEG has loaded (available or not), unless the batch stops or is over first
+  auto wait_for_nvjpeg = [&] {
+    while (!c->gpu_jpeg_settled() && !stop && !interrupted() && !drained())
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  };
   // the decode stages' takes from the decoders' queue, summed (GPUCONV_BATCH_STATS)
   std::mutex takes_mutex;
   bounded_queue<work>::pop_timing takes;
@@ -534,9 +541,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
     // loaded); elsewhere, or on a short batch that is over first, it decodes as the others
     bool ended = false;
     if (k >= hardware_stages) {
-      auto drained = [&] { return decoders_left == 0 && decoded.size() == 0; };
-      while (!c->gpu_jpeg_settled() && !stop && !interrupted() && !drained())
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      wait_for_nvjpeg();
       ended = c->gpu_jpeg_settled() && pipeline::jpeg_gpu::hardware_decoder();
     }
     for (std::vector<work> batch; !ended;) {
@@ -592,9 +597,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   // nvJPEG has loaded; one that fails leaves the JPEG to the CPU, as a batch does.
   auto hybrid_decoder = [&] {
 #ifdef GPUCONV_HAVE_NVJPEG
-    auto drained = [&] { return decoders_left == 0 && decoded.size() == 0; };  // a short batch ends first
-    while (!c->gpu_jpeg_settled() && !stop && !interrupted() && !drained())
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    wait_for_nvjpeg();
     std::unique_ptr<cuda_stream> stream;
     std::unique_ptr<pipeline::jpeg_hybrid> nvjpeg;
     // by default only beside the hardware decoder (where the handle is GPU-hybrid, its batches
@@ -744,7 +747,8 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
   };
   const int committers = committer_count();
   bounded_queue<to_commit> commits{std::size_t(std::max(1, 2 * committers))};
-  std::atomic<int> writers_left{writer_count(jobs)};
+  const int writers = writer_count(jobs);
+  std::atomic<int> writers_left{writers};
   auto encoder = [&] {
     yield_to_compute();
     for (;;) {
@@ -880,7 +884,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
     threads.emplace_back(compute, nullptr);
   else
     for (convolver* cw : workers) threads.emplace_back(compute, cw);
-  for (int j = 0; j < writer_count(jobs); ++j) threads.emplace_back(encoder);
+  for (int j = 0; j < writers; ++j) threads.emplace_back(encoder);
   for (int j = 0; j < committers; ++j) threads.emplace_back(committer);
   for (auto& t : threads) t.join();
   {
