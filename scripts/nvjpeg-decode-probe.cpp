@@ -17,7 +17,8 @@
 // NVJPEG_BACKEND_GPU_HYBRID, whose batched decoder does the Huffman decode on the GPU for
 // batches of more than 50). PROBE_BLOCKING=1 sets
 // cudaDeviceScheduleBlockingSync first, as gpuconv does (otherwise the waits spin and count as
-// CPU time). "a+b" runs a and b at once on a shared count. Prints images/s and the
+// CPU time). PROBE_PRIORITY=dec|enc sets the streams' priorities (see worker). "a+b" runs a
+// and b at once on a shared count. Prints images/s and the
 // process's CPU time for each run. (A second hardware-backend handle in the process - without the
 // strict checks, or NVJPEG_BACKEND_HARDWARE_DEVICE for bitstreams in device memory - failed at its
 // first batch on an H100, nvJPEG 13.0, so neither is measured here.)
@@ -94,7 +95,18 @@ struct job {
 // one worker thread; takes files from `next` until `count` are done (wrapping over files)
 void worker(const job& j, std::atomic<int>& next, int count, std::atomic<int>& done, std::barrier<>& start) {
   cudaStream_t stream;
-  CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  // PROBE_PRIORITY=dec: the decoders' streams at the device's greatest priority, the encoders'
+  // at the least; =enc the other way round; unset: every stream at the default priority.
+  const char* pr = std::getenv("PROBE_PRIORITY");
+  if (pr && *pr) {
+    int least = 0, greatest = 0;
+    CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    const bool encoder = j.kind.rfind("enc", 0) == 0;
+    const bool high = (std::string(pr) == "dec") != encoder;
+    CK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, high ? greatest : least));
+  } else {
+    CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  }
   const std::size_t plane = std::size_t(4000) * 3000;
   const int slots = j.kind == "hw" || j.kind == "gb" ? j.batch : 1;
   unsigned char* out = nullptr;

@@ -186,6 +186,21 @@ int writer_count(int jobs) { return env_int("GPUCONV_WRITERS", 1, 256, jobs); }
 // commits its own outputs, as before).
 int committer_count() { return env_int("GPUCONV_COMMITTERS", 0, 256, 8); }
 
+#ifdef GPUCONV_HAVE_NVJPEG
+// The GPU decoders' streams (the hardware decoder's stages, the GPU-hybrid threads) at the
+// device's greatest priority, so that their kernels go before the workers' convolutions and
+// encodes. H200, 1440 photos, four interleaved rounds: batch 400.4-407.0 images/s against
+// 398.6-403.5 at the default priority, the whole command 0.1-1.1% faster in each round; nvJPEG
+// alone, 3 hardware decoders beside 3 encoders: 432-436 decoded a second against 413-419
+// (docs/benchmarks.md, session 43). GPUCONV_DECODE_PRIORITY=0: every stream at the default.
+std::unique_ptr<cuda_stream> decoder_stream() {
+  if (env_int("GPUCONV_DECODE_PRIORITY", 0, 1, 1) == 0) return std::make_unique<cuda_stream>();
+  int least = 0, greatest = 0;
+  GPUCONV_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  return std::make_unique<cuda_stream>(greatest);
+}
+#endif
+
 // When the process ends after the batch: nvJPEG's decoder states destroyed as soon as the last
 // decode stage ends, beside the last images' convolution and encode, rather than by the exit,
 // which spends ~0.1 s on them otherwise (H100 host, 1440 photos, eight interleaved pairs: the
@@ -566,7 +581,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
           if (!nvjpeg) {
             // once per stage (a 480-photo run once lost ~1.6 s a stage outside the timed parts)
             auto t = stats.time(stage_stats::gpu_decode_setup);
-            stream = std::make_unique<cuda_stream>();
+            stream = decoder_stream();
             nvjpeg = std::make_unique<pipeline::jpeg_gpu>(stream->get());
           }
           auto t = stats.time(stage_stats::gpu_decode);
@@ -605,7 +620,7 @@ batch_report run_batch(const fs::path& in_dir, const fs::path& out_dir, const ba
     const bool wanted = hybrid.forced || pipeline::jpeg_gpu::hardware_decoder();
     try {
       if (wanted && !stop && !interrupted() && !drained()) {
-        stream = std::make_unique<cuda_stream>();
+        stream = decoder_stream();
         nvjpeg = std::make_unique<pipeline::jpeg_hybrid>(stream->get());
       }
     } catch (const std::exception&) {

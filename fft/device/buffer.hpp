@@ -81,6 +81,10 @@ class pinned_buffer {
 class cuda_stream {
  public:
   cuda_stream() { GPUCONV_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  // at a priority in cudaDeviceGetStreamPriorityRange's range (lower numbers run first)
+  explicit cuda_stream(int priority) {
+    GPUCONV_CUDA(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority));
+  }
   cuda_stream(const cuda_stream&) = delete;
   cuda_stream& operator=(const cuda_stream&) = delete;
   ~cuda_stream() { cudaStreamDestroy(stream_); }
