@@ -12,8 +12,8 @@ template <int n_>
 struct complex_1d_policy {
   static_assert(is_pow2(n_) && n_ >= 2 && n_ <= 4096, "complex_1d_policy: n must be a power of two in [2, 4096]");
   static constexpr int n = n_;
-  // same shapes as the real transforms' half-length FFT (real_1d_policy): rows of up to 16
-  // values in one thread, 16 per thread up to 1024, 32 per thread beyond
+  // rows of up to 16 values in one thread, 16 per thread up to 1024, 32 per thread beyond (the
+  // real transforms' half-length FFT, real_1d_policy, takes 32 from 512)
   static constexpr int items_per_thread = n <= 16 ? n : (n >= 2048 ? 32 : 16);
   static constexpr int threads_per_row = n / items_per_thread;
   static constexpr int block_threads = threads_per_row == 1 ? 128 : (4096 / items_per_thread > threads_per_row ? 4096 / items_per_thread : threads_per_row);

@@ -67,9 +67,9 @@ __device__ GPUCONV_INLINE void c2r_rows_in_registers(const complex_t<float>* in,
 // group's values into registers before transforming the current one, so that memory
 // traffic overlaps the passes instead of alternating with them.
 
-template <int n>
+template <int n, bool inverse = false>
 struct block_rows_t {
-  using policy = real_1d_policy<n>;
+  using policy = real_1d_policy<n, inverse>;
   static constexpr int T = policy::threads_per_row, P = policy::items_per_thread, N = policy::half;
   using items_t = array_t<complex_t<float>, P>;
 
@@ -97,6 +97,23 @@ struct block_rows_t {
   static __device__ GPUCONV_INLINE void end_group() {
     if constexpr (T <= 32) __syncwarp(); else __syncthreads();  // the buffer is free for the next group
   }
+
+  // async_input: the warp's rows of `group` (row length L complex in global memory, from `z`)
+  // into its staging rows, without waiting (nothing past the batch or the last group)
+  static constexpr int rows_per_warp = T <= 32 ? 32 / T : 1;
+  template <int L>
+  __device__ GPUCONV_INLINE void stage(complex_t<float>* staging, const complex_t<float>* z, long long group,
+                                       long long batch) const {
+    const long long first = group * policy::rows_per_block + (local_row / rows_per_warp) * rows_per_warp;
+    const long long left = group < groups ? batch - first : 0;
+    const int count = left <= 0 ? 0 : left < rows_per_warp ? int(left) : rows_per_warp;
+    warp_stage_rows_async<L, policy::stage_stride>(staging + (local_row / rows_per_warp) * rows_per_warp * policy::stage_stride,
+                                                   z + first * L, count);
+  }
+  // this thread's row in the staging buffer
+  __device__ GPUCONV_INLINE const complex_t<float>* staged_row(const complex_t<float>* staging) const {
+    return staging + local_row * policy::stage_stride;
+  }
 };
 
 template <int n>
@@ -115,10 +132,19 @@ __device__ GPUCONV_INLINE void r2c_rows_in_block(const float* in, complex_t<floa
     const bool ok = group < rows.groups && row < batch;
     static_for<P>([&](auto m) { v[m.value] = ok ? load_ro(z + row * N + t + T * m.value) : complex_t<float>{0.f, 0.f}; });
   };
+  auto* staging = reinterpret_cast<complex_t<float>*>(shared + rows_t::policy::exchange_bytes);
   typename rows_t::items_t next, v;
   if constexpr (rows_t::policy::prefetch) load(next, blockIdx.x);
+  if constexpr (rows_t::policy::async_input) rows.template stage<N>(staging, z, blockIdx.x, batch);
   for (long long group = blockIdx.x; group < rows.groups; group += gridDim.x) {
-    if constexpr (rows_t::policy::prefetch) {
+    if constexpr (rows_t::policy::async_input) {
+      warp_stage_wait();
+      const bool ok = rows.row_of(group) < batch;
+      const complex_t<float>* mine = rows.staged_row(staging);
+      static_for<P>([&](auto m) { v[m.value] = ok ? mine[t + T * m.value] : complex_t<float>{0.f, 0.f}; });
+      __syncwarp();  // the warp has read its rows: the buffer takes the next group's
+      rows.template stage<N>(staging, z, group + gridDim.x, batch);
+    } else if constexpr (rows_t::policy::prefetch) {
       v = next;
       load(next, group + gridDim.x);
     } else {
@@ -151,7 +177,7 @@ __device__ GPUCONV_INLINE void r2c_rows_in_block(const float* in, complex_t<floa
 template <int n>
 __device__ GPUCONV_INLINE void c2r_rows_in_block(const complex_t<float>* in, float* out, long long batch,
                                                   const complex_t<float>* table, unsigned char* shared) {
-  using rows_t = block_rows_t<n>;
+  using rows_t = block_rows_t<n, true>;
   constexpr int T = rows_t::T, P = rows_t::P, N = rows_t::N;
   using fft = block_fft_t<N, T, true>;
   const rows_t rows(batch);
@@ -166,11 +192,21 @@ __device__ GPUCONV_INLINE void c2r_rows_in_block(const complex_t<float>* in, flo
     static_for<P>([&](auto m) { v[m.value] = ok ? load_ro(src + t + T * m.value) : complex_t<float>{0.f, 0.f}; });
     last = (ok && t == 0) ? load_ro(src + N) : complex_t<float>{0.f, 0.f};
   };
+  auto* staging = reinterpret_cast<complex_t<float>*>(shared + rows_t::policy::exchange_bytes);
   typename rows_t::items_t next, v;
   complex_t<float> next_last, x_last;
   if constexpr (rows_t::policy::prefetch) load(next, next_last, blockIdx.x);
+  if constexpr (rows_t::policy::async_input) rows.template stage<N + 1>(staging, in, blockIdx.x, batch);
   for (long long group = blockIdx.x; group < rows.groups; group += gridDim.x) {
-    if constexpr (rows_t::policy::prefetch) {
+    if constexpr (rows_t::policy::async_input) {
+      warp_stage_wait();
+      const bool ok = rows.row_of(group) < batch;
+      const complex_t<float>* mine = rows.staged_row(staging);
+      static_for<P>([&](auto m) { v[m.value] = ok ? mine[t + T * m.value] : complex_t<float>{0.f, 0.f}; });
+      x_last = (ok && t == 0) ? mine[N] : complex_t<float>{0.f, 0.f};
+      __syncwarp();  // the warp has read its rows: the buffer takes the next group's
+      rows.template stage<N + 1>(staging, in, group + gridDim.x, batch);
+    } else if constexpr (rows_t::policy::prefetch) {
       v = next;
       x_last = next_last;
       load(next, next_last, group + gridDim.x);
@@ -201,7 +237,7 @@ template <int n>
 __global__ void __launch_bounds__(real_1d_policy<n>::block_threads, real_1d_policy<n>::min_blocks_per_sm)
 r2c_1d_kernel(const float* __restrict__ in, complex_t<float>* __restrict__ out, long long batch,
               const complex_t<float>* __restrict__ table) {
-  __shared__ __align__(16) unsigned char shared[real_1d_policy<n>::shared_memory_bytes];
+  extern __shared__ __align__(16) unsigned char shared[];  // real_1d_policy<n>::shared_memory_bytes
   dependents_may_launch();  // see dependent_launch.cuh: a no-op unless launched early
   wait_for_previous();
   if constexpr (real_1d_policy<n>::threads_per_row == 1) {
@@ -212,10 +248,10 @@ r2c_1d_kernel(const float* __restrict__ in, complex_t<float>* __restrict__ out, 
 }
 
 template <int n>
-__global__ void __launch_bounds__(real_1d_policy<n>::block_threads, real_1d_policy<n>::min_blocks_per_sm)
+__global__ void __launch_bounds__(real_1d_policy<n, true>::block_threads, real_1d_policy<n, true>::min_blocks_per_sm)
 c2r_1d_kernel(const complex_t<float>* __restrict__ in, float* __restrict__ out, long long batch,
               const complex_t<float>* __restrict__ table) {
-  __shared__ __align__(16) unsigned char shared[real_1d_policy<n>::shared_memory_bytes];
+  extern __shared__ __align__(16) unsigned char shared[];  // real_1d_policy<n, true>::shared_memory_bytes
   dependents_may_launch();  // see dependent_launch.cuh: a no-op unless launched early
   wait_for_previous();
   if constexpr (real_1d_policy<n>::threads_per_row == 1) {

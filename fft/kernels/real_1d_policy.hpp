@@ -11,16 +11,29 @@
 #ifndef GPUCONV_REAL_1D_PREFETCH
 #define GPUCONV_REAL_1D_PREFETCH 1
 #endif
-#ifndef GPUCONV_REAL_1D_LARGE_ITEMS  // values per thread for n >= 2048
+#ifndef GPUCONV_REAL_1D_LARGE_ITEMS  // values per thread from n = GPUCONV_REAL_1D_LARGE_FROM
 #define GPUCONV_REAL_1D_LARGE_ITEMS 32
+#endif
+#ifndef GPUCONV_REAL_1D_LARGE_FROM
+#define GPUCONV_REAL_1D_LARGE_FROM 1024
 #endif
 #ifndef GPUCONV_REAL_1D_LARGE_ROW_BLOCKS  // 1: one row per block for rows over several warps
 #define GPUCONV_REAL_1D_LARGE_ROW_BLOCKS 0
 #endif
+#ifndef GPUCONV_REAL_1D_ASYNC  // R2C rows of up to this many threads stage the next group's input by cp.async
+#define GPUCONV_REAL_1D_ASYNC 16
+#endif
+#ifndef GPUCONV_REAL_1D_ASYNC_C2R  // the same for C2R (rows of n/2+1 complex: 8-byte copies)
+#define GPUCONV_REAL_1D_ASYNC_C2R 4
+#endif
+#ifndef GPUCONV_REAL_1D_ASYNC_BLOCKS  // blocks a multiprocessor the async kernels' registers allow
+#define GPUCONV_REAL_1D_ASYNC_BLOCKS 2
+#endif
 
 namespace gpuconv::fft {
 
-template <int n_>
+// inverse_: the C2R kernel's policy (it differs from R2C's in how the input is staged)
+template <int n_, bool inverse_ = false>
 struct real_1d_policy {
   static_assert(is_pow2(n_) && n_ >= 4 && n_ <= 4096, "real_1d_policy: n must be a power of two in [4, 4096]");
   static constexpr int n = n_;
@@ -28,13 +41,15 @@ struct real_1d_policy {
   static constexpr int input_length = n;                   // R2C: reals per row in
   static constexpr int output_length = half + 1;           // R2C: complex per row out
   // Rows up to 64 points live in one thread's registers; longer rows use 16 values per
-  // thread (32 from n = 2048: two radix-32 passes keep n = 2048 inside one warp) and
-  // Stockham passes through shared memory. Measured on the H100: docs/benchmarks.md.
+  // thread (32 from n = 1024: two passes of radix 32 and 16 or 32, one exchange through shared
+  // memory instead of two at n = 1024, whose 16 values a thread left the H200's L1 / shared
+  // memory pipe the limit; n = 2048 stays inside one warp) and Stockham passes through shared
+  // memory. Measured on the H100 and the H200: docs/benchmarks.md.
   static constexpr int threads_per_row =
-      half <= 32 ? 1 : (n >= 2048 ? half / GPUCONV_REAL_1D_LARGE_ITEMS : half / 16);
+      half <= 32 ? 1 : (n >= GPUCONV_REAL_1D_LARGE_FROM ? half / GPUCONV_REAL_1D_LARGE_ITEMS : half / 16);
   static constexpr int items_per_thread = half / threads_per_row;
-  // several threads per row: 4096/P threads keep the exchange buffer at 34.8 KB (static
-  // shared memory stops at 48 KB)
+  // several threads per row: 4096/P threads keep the exchange buffer at 34.8 KB (the R2C
+  // kernels' staging beside it takes as much again)
   static constexpr int block_threads =
       threads_per_row == 1 ? 128
                            : ((threads_per_row > 32 && GPUCONV_REAL_1D_LARGE_ROW_BLOCKS)
@@ -48,19 +63,37 @@ struct real_1d_policy {
       32 * ((output_length * 8) > ((n + 4) * 4) ? (output_length * 8) : ((n + 4) * 4));
   // several-threads-per-row kernels run persistent blocks (grid from the occupancy)
   static constexpr bool persistent = threads_per_row > 1;
+  // Persistent blocks whose rows lie within a warp can stage the next group's input into
+  // shared memory by cp.async while they transform this one (each warp its own rows: no block
+  // barrier), so the loads in flight take no registers and two blocks fit a multiprocessor.
+  // H200, against the register prefetch: R2C 1-4% faster at n = 128..1024 (rows of up to 16
+  // threads), ~2% slower at 2048 (32); C2R, whose rows of n/2 + 1 complex take 8-byte copies,
+  // ~3% faster at n = 128 (4 threads) and 3-9% slower at 256..2048. The others (and n = 4096,
+  // rows over several warps) prefetch into registers (docs/benchmarks.md, session 43).
+  static constexpr bool async_input =
+      persistent && threads_per_row <= 32 &&
+      threads_per_row <= (inverse_ ? GPUCONV_REAL_1D_ASYNC_C2R : GPUCONV_REAL_1D_ASYNC);
   // register cap through __launch_bounds__: without it the compiler hoists the next group's
   // loads and the twiddle loads far ahead and uses ~180 registers (one block per SM)
-  static constexpr int min_blocks_per_sm = persistent ? GPUCONV_REAL_1D_MIN_BLOCKS : 1;
+  static constexpr int min_blocks_per_sm =
+      !persistent ? 1 : async_input ? GPUCONV_REAL_1D_ASYNC_BLOCKS : GPUCONV_REAL_1D_MIN_BLOCKS;
   static_assert(block_threads % threads_per_row == 0, "real_1d_policy: a block holds whole rows");
   // persistent blocks load the next group into registers while transforming this one
-  static constexpr bool prefetch = persistent && GPUCONV_REAL_1D_PREFETCH;
+  static constexpr bool prefetch = persistent && !async_input && GPUCONV_REAL_1D_PREFETCH;
   // R2C rows spread over 2..16 lanes store through the warp's shared buffer: their output
   // rows (n/2+1 complex) start at odd 8-byte offsets, so short per-row segments would
   // write partial sectors
   static constexpr bool stage_complex_output = threads_per_row > 1 && threads_per_row <= 16;
-  static constexpr int shared_memory_bytes =
+  static constexpr int exchange_bytes =
       threads_per_row == 1 ? (block_threads / 32) * warp_stage_bytes
                            : rows_per_block * (half + half / 16) * 8;
+  // async_input: each row's input staged at a stride of half + threads_per_row complex (== T
+  // mod 16: the rows a half-warp reads at once start on distinct bank pairs; >= half + 1, the
+  // C2R rows' length), after the exchange buffers
+  static constexpr int stage_stride = half + threads_per_row;
+  static constexpr int stage_bytes = async_input ? rows_per_block * stage_stride * 8 : 0;
+  // dynamic shared memory a block takes (over 48 KB with async_input)
+  static constexpr int shared_memory_bytes = exchange_bytes + stage_bytes;
 };
 
 }  // namespace gpuconv::fft

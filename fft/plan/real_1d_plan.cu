@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "../device/shared_limit.hpp"
 #include "../kernels/real_1d.cuh"
 #include "dispatch.hpp"
 #include "twiddle_table.hpp"
@@ -21,15 +22,17 @@ void require_aligned(const void* p, const char* what) {
 
 // Blocks to launch: one per group of rows, or for persistent kernels as many as fit on the
 // device at once (they loop over the groups).
-template <int n, typename Kernel>
+template <int n, bool inverse, typename Kernel>
 unsigned grid_size(Kernel kernel, long long batch) {
-  using policy = real_1d_policy<n>;
+  using policy = real_1d_policy<n, inverse>;
+  allow_dynamic_shared(kernel, policy::shared_memory_bytes);
   const long long groups = (batch + policy::rows_per_block - 1) / policy::rows_per_block;
   if (!policy::persistent) return (unsigned)groups;
   int device = 0, sms = 0, per_sm = 0;
   GPUCONV_CUDA(cudaGetDevice(&device));
   GPUCONV_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  GPUCONV_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, policy::block_threads, 0));
+  GPUCONV_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, policy::block_threads,
+                                                             policy::shared_memory_bytes));
   return (unsigned)std::min<long long>(groups, (long long)std::max(per_sm, 1) * sms);
 }
 
@@ -47,8 +50,8 @@ real_1d_plan::real_1d_plan(int n, long long batch) : n_(n), batch_(batch) {
   GPUCONV_CUDA(cudaMemcpy(table_.data(), host.data(), table_.bytes(), cudaMemcpyHostToDevice));
   dispatch_pow2<4>(n, [&](auto len) {
     constexpr int nn = decltype(len)::value;
-    r2c_grid_ = grid_size<nn>(r2c_1d_kernel<nn>, batch);
-    c2r_grid_ = grid_size<nn>(c2r_1d_kernel<nn>, batch);
+    r2c_grid_ = grid_size<nn, false>(r2c_1d_kernel<nn>, batch);
+    c2r_grid_ = grid_size<nn, true>(c2r_1d_kernel<nn>, batch);
   });
 }
 
@@ -57,7 +60,8 @@ void real_1d_plan::forward(const float* in, complex_t<float>* out, cudaStream_t 
   require_aligned(out, "output");
   dispatch_pow2<4>(n_, [&](auto len) {
     constexpr int nn = decltype(len)::value;
-    launch_maybe_early(r2c_1d_kernel<nn>, r2c_grid_, real_1d_policy<nn>::block_threads, 0, stream, early,
+    launch_maybe_early(r2c_1d_kernel<nn>, r2c_grid_, real_1d_policy<nn>::block_threads,
+                       real_1d_policy<nn>::shared_memory_bytes, stream, early,
                        "r2c_1d_kernel", in, out, batch_, table_.data());
   });
 }
@@ -67,7 +71,8 @@ void real_1d_plan::inverse(const complex_t<float>* in, float* out, cudaStream_t 
   require_aligned(out, "output");
   dispatch_pow2<4>(n_, [&](auto len) {
     constexpr int nn = decltype(len)::value;
-    launch_maybe_early(c2r_1d_kernel<nn>, c2r_grid_, real_1d_policy<nn>::block_threads, 0, stream, early,
+    launch_maybe_early(c2r_1d_kernel<nn>, c2r_grid_, real_1d_policy<nn, true>::block_threads,
+                       real_1d_policy<nn, true>::shared_memory_bytes, stream, early,
                        "c2r_1d_kernel", in, out, batch_, table_.data());
   });
 }

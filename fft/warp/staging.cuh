@@ -127,4 +127,50 @@ __device__ GPUCONV_INLINE array_t<float, n> warp_load_real_rows(float4* warp_sha
   return row;
 }
 
+// Rows of L complex values (a warp's `rows` consecutive rows, one contiguous span of global
+// memory from global_ptr) copied into shared memory at a row stride of S complex, without
+// waiting: cp.async (sm_80 and later), 16 bytes at a time where L is even and the span starts on
+// 16 bytes (R2C input rows), else 8 (C2R input rows of N + 1 values). The copies land once the
+// copying lanes have run warp_stage_wait(); before sm_80 the copies are plain loads and stores.
+// All 32 lanes call both.
+template <int L, int S>
+__device__ GPUCONV_INLINE void warp_stage_rows_async(complex_t<float>* warp_shared, const complex_t<float>* global_ptr,
+                                                     int rows) {
+  static_assert(S >= L && S % 2 == 0, "warp_stage_rows_async: the stride must hold a row and keep 16-byte chunks aligned");
+  const int lane = threadIdx.x & 31;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(warp_shared));
+  if (L % 2 == 0 && aligned16(global_ptr)) {
+    constexpr int H = L / 2;  // 16-byte chunks a row
+    for (int c = lane; c < rows * H; c += 32) {
+      const int r = c / H, k = c - r * H;
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(base + unsigned(r * S + 2 * k) * 8u),
+                   "l"(global_ptr + 2 * c)
+                   : "memory");
+    }
+  } else {
+    for (int c = lane; c < rows * L; c += 32) {
+      const int r = c / L, k = c - r * L;
+      asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(base + unsigned(r * S + k) * 8u),
+                   "l"(global_ptr + c)
+                   : "memory");
+    }
+  }
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#else
+  for (int c = lane; c < rows * L; c += 32) {
+    const int r = c / L;
+    warp_shared[r * S + (c - r * L)] = global_ptr[c];
+  }
+#endif
+}
+
+// Waits for this lane's staged copies, then for the warp's: every lane may read the rows.
+__device__ GPUCONV_INLINE void warp_stage_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+  __syncwarp();
+}
+
 }  // namespace gpuconv::fft
