@@ -14,6 +14,14 @@
 #ifndef GPUCONV_REAL_1D_LARGE_ITEMS  // values per thread from n = GPUCONV_REAL_1D_LARGE_FROM
 #define GPUCONV_REAL_1D_LARGE_ITEMS 32
 #endif
+// n = 4096 (rows over several warps) on its own: values a thread and the register cap's blocks
+// a multiprocessor (scripts/fft1d-variants.sh times settings against each other)
+#ifndef GPUCONV_REAL_1D_4096_ITEMS
+#define GPUCONV_REAL_1D_4096_ITEMS GPUCONV_REAL_1D_LARGE_ITEMS
+#endif
+#ifndef GPUCONV_REAL_1D_4096_MIN_BLOCKS
+#define GPUCONV_REAL_1D_4096_MIN_BLOCKS GPUCONV_REAL_1D_MIN_BLOCKS
+#endif
 #ifndef GPUCONV_REAL_1D_LARGE_FROM
 #define GPUCONV_REAL_1D_LARGE_FROM 1024
 #endif
@@ -46,7 +54,10 @@ struct real_1d_policy {
   // memory pipe the limit; n = 2048 stays inside one warp) and Stockham passes through shared
   // memory. Measured on the H100 and the H200: docs/benchmarks.md.
   static constexpr int threads_per_row =
-      half <= 32 ? 1 : (n >= GPUCONV_REAL_1D_LARGE_FROM ? half / GPUCONV_REAL_1D_LARGE_ITEMS : half / 16);
+      half <= 32     ? 1
+      : n == 4096    ? half / GPUCONV_REAL_1D_4096_ITEMS
+      : n >= GPUCONV_REAL_1D_LARGE_FROM ? half / GPUCONV_REAL_1D_LARGE_ITEMS
+                                        : half / 16;
   static constexpr int items_per_thread = half / threads_per_row;
   // several threads per row: 4096/P threads keep the exchange buffer at 34.8 KB (the R2C
   // kernels' staging beside it takes as much again)
@@ -76,7 +87,10 @@ struct real_1d_policy {
   // register cap through __launch_bounds__: without it the compiler hoists the next group's
   // loads and the twiddle loads far ahead and uses ~180 registers (one block per SM)
   static constexpr int min_blocks_per_sm =
-      !persistent ? 1 : async_input ? GPUCONV_REAL_1D_ASYNC_BLOCKS : GPUCONV_REAL_1D_MIN_BLOCKS;
+      !persistent   ? 1
+      : async_input ? GPUCONV_REAL_1D_ASYNC_BLOCKS
+      : n == 4096   ? GPUCONV_REAL_1D_4096_MIN_BLOCKS
+                    : GPUCONV_REAL_1D_MIN_BLOCKS;
   static_assert(block_threads % threads_per_row == 0, "real_1d_policy: a block holds whole rows");
   // persistent blocks load the next group into registers while transforming this one
   static constexpr bool prefetch = persistent && !async_input && GPUCONV_REAL_1D_PREFETCH;
