@@ -21,7 +21,14 @@ namespace gpuconv::fft {
 
 // rows_across_warps: the T threads of a row are not lanes of one warp (a kernel that puts
 // one row per lane, for coalesced loads); the passes then synchronise the whole block.
-template <int N, int T, bool inverse, typename twiddle_load = twiddle_load_ro, bool rows_across_warps = false>
+// row_barrier: rows of T > 32 threads (whole warps, at most 15 rows a block) synchronise on
+// their own named barrier (1 + row) instead of the whole block's.
+// pad_shift: shared indices are padded by one slot per 2^pad_shift values.
+// pass_tables: the twiddle table holds, after its 2N values W_{2N}^e, each later pass's
+// twiddles in the order the threads read them (append_pass_tables), so that a warp's loads are
+// contiguous instead of a gather at a stride of r * 2N / (Ns R) values (over up to 32 cache lines).
+template <int N, int T, bool inverse, typename twiddle_load = twiddle_load_ro, bool rows_across_warps = false,
+          bool row_barrier = false, int pad_shift = 4, bool pass_tables = false>
 struct block_fft_t {
   static_assert(is_pow2(N) && is_pow2(T) && T >= 1 && T <= N, "block_fft_t: bad shape");
   static constexpr int threads_per_row = T;
@@ -34,10 +41,42 @@ struct block_fft_t {
   using value_t = complex_t<float>;
   using items_t = array_t<value_t, P>;
 
-  static __device__ GPUCONV_INLINE int padded(int a) { return a + (a >> 4); }
+  // The passes after the first: Ns = P, then Ns * R, radix R = min(N / Ns, P). With pass_tables,
+  // pass Ns's twiddle W_{Ns R}^{j r} (j < Ns, 1 <= r < R) sits at pass_table_offset(Ns) + (r - 1) Ns + j;
+  // pass_table_offset(N) is the table's whole length.
+  static constexpr int radix_at(int Ns) { return (N / Ns) < P ? (N / Ns) : P; }
+  static constexpr int pass_table_offset(int target) {
+    int offset = table_n;
+    for (int ns = P; ns < N && ns != target; ns *= radix_at(ns)) offset += pass_tables ? (radix_at(ns) - 1) * ns : 0;
+    return offset;
+  }
+  // the plan's host side: `table` holds the 2N values W_{2N}^e; appends the passes' tables (the
+  // same values, gathered, so results do not change)
+  template <typename vector_t>
+  static void append_pass_tables(vector_t& table) {
+    if constexpr (pass_tables) {
+      for (int ns = P; ns < N; ns *= radix_at(ns)) {
+        const int R = radix_at(ns), tw_step = table_n / (ns * R);
+        for (int r = 1; r < R; ++r)
+          for (int j = 0; j < ns; ++j) {
+            const auto w = table[std::size_t(j) * r * tw_step];
+            table.push_back(w);
+          }
+      }
+    }
+  }
+
+  static_assert(pad_shift >= 4, "block_fft_t: the row buffer holds N + N/16 values");
+  static __device__ GPUCONV_INLINE int padded(int a) { return a + (a >> pad_shift); }
 
   static __device__ GPUCONV_INLINE void sync() {
-    if constexpr (T <= 32 && !rows_across_warps) __syncwarp(); else __syncthreads();
+    if constexpr (T <= 32 && !rows_across_warps) {
+      __syncwarp();
+    } else if constexpr (row_barrier && T > 32 && T % 32 == 0 && !rows_across_warps) {
+      named_barrier_sync(1 + threadIdx.x / T, T);
+    } else {
+      __syncthreads();
+    }
   }
 
   // On entry v[m] = x[t + T*m]; on exit v[m] = X[t + T*m]. Every thread of the block calls it.
@@ -52,7 +91,7 @@ struct block_fft_t {
  private:
   template <int Ns>
   static __device__ GPUCONV_INLINE void pass(items_t& v, value_t* row_shared, int t, const value_t* table) {
-    constexpr int R = (N / Ns) < P ? (N / Ns) : P;
+    constexpr int R = radix_at(Ns);
     constexpr int B = P / R;  // butterflies per thread
     constexpr bool last = Ns * R == N;
     constexpr int stride_in = N / R;
@@ -73,7 +112,9 @@ struct block_fft_t {
         if constexpr (rr == 0) {
           y[0] = w[u.value * R];
         } else {
-          y[rr] = special_mul<inverse>(w[u.value * R + rr], twiddle_load::load(table + j * rr * tw_step));
+          constexpr int offset = pass_table_offset(Ns);
+          const value_t* tw = pass_tables ? table + offset + (rr - 1) * Ns + j : table + j * rr * tw_step;
+          y[rr] = special_mul<inverse>(w[u.value * R + rr], twiddle_load::load(tw));
         }
       });
       y = fft_t<float, R, inverse>{}(y);

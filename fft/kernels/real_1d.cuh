@@ -86,17 +86,19 @@ struct block_rows_t {
       return mirror_partners<T, P>(v, t);
     } else {
       items_t p;
-      __syncthreads();  // earlier reads of the buffer are done
+      fft::sync();  // earlier reads of the buffer are done
       static_for<P>([&](auto m) { row_shared[fft::padded(t + T * m.value)] = v[m.value]; });
-      __syncthreads();
+      fft::sync();
       static_for<P>([&](auto m) { p[m.value] = row_shared[fft::padded((N - t - T * m.value) & (N - 1))]; });
       return p;
     }
   }
 
-  static __device__ GPUCONV_INLINE void end_group() {
-    if constexpr (T <= 32) __syncwarp(); else __syncthreads();  // the buffer is free for the next group
-  }
+  // the row's Stockham passes
+  using passes_t =
+      block_fft_t<N, T, inverse, twiddle_load_ro, false, policy::row_barrier, policy::pad_shift, policy::pass_tables>;
+
+  static __device__ GPUCONV_INLINE void end_group() { passes_t::sync(); }  // the buffer is free for the next group
 
   // async_input: the warp's rows of `group` (row length L complex in global memory, from `z`)
   // into its staging rows, without waiting (nothing past the batch or the last group)
@@ -121,7 +123,7 @@ __device__ GPUCONV_INLINE void r2c_rows_in_block(const float* in, complex_t<floa
                                                   const complex_t<float>* table, unsigned char* shared) {
   using rows_t = block_rows_t<n>;
   constexpr int T = rows_t::T, P = rows_t::P, N = rows_t::N;
-  using fft = block_fft_t<N, T, false>;
+  using fft = typename rows_t::passes_t;
   const rows_t rows(batch);
   const int t = rows.t;
   auto* row_shared = reinterpret_cast<complex_t<float>*>(shared) + rows.local_row * fft::row_shared_elems;
@@ -179,7 +181,7 @@ __device__ GPUCONV_INLINE void c2r_rows_in_block(const complex_t<float>* in, flo
                                                   const complex_t<float>* table, unsigned char* shared) {
   using rows_t = block_rows_t<n, true>;
   constexpr int T = rows_t::T, P = rows_t::P, N = rows_t::N;
-  using fft = block_fft_t<N, T, true>;
+  using fft = typename rows_t::passes_t;
   const rows_t rows(batch);
   const int t = rows.t;
   auto* row_shared = reinterpret_cast<complex_t<float>*>(shared) + rows.local_row * fft::row_shared_elems;
@@ -220,7 +222,7 @@ __device__ GPUCONV_INLINE void c2r_rows_in_block(const complex_t<float>* in, flo
       partner[0].im = 0.f;
     }
     static_for<P>([&](auto m) { v[m.value] = c2r_pre(v[m.value], partner[m.value], load_ro(table + t + T * m.value)); });
-    if constexpr (T > 32) __syncthreads();  // partner reads are done before pass 1 writes
+    if constexpr (T > 32) fft::sync();  // partner reads are done before pass 1 writes
     fft::run(v, row_shared, t, table);
     const long long row = rows.row_of(group);
     if (row < batch) {

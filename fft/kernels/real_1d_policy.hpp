@@ -22,6 +22,15 @@
 #ifndef GPUCONV_REAL_1D_4096_MIN_BLOCKS
 #define GPUCONV_REAL_1D_4096_MIN_BLOCKS GPUCONV_REAL_1D_MIN_BLOCKS
 #endif
+#ifndef GPUCONV_REAL_1D_ROW_BARRIER  // 1: rows over several warps sync on a named barrier of their own
+#define GPUCONV_REAL_1D_ROW_BARRIER 1
+#endif
+#ifndef GPUCONV_REAL_1D_WIDE_PAD  // 1: rows of 32 values a thread pad shared memory by one slot per 32
+#define GPUCONV_REAL_1D_WIDE_PAD 1
+#endif
+#ifndef GPUCONV_REAL_1D_PASS_TABLES  // rows of at least this many threads read per-pass twiddle tables (0: none)
+#define GPUCONV_REAL_1D_PASS_TABLES 32
+#endif
 #ifndef GPUCONV_REAL_1D_LARGE_FROM
 #define GPUCONV_REAL_1D_LARGE_FROM 1024
 #endif
@@ -108,6 +117,15 @@ struct real_1d_policy {
   static constexpr int stage_bytes = async_input ? rows_per_block * stage_stride * 8 : 0;
   // dynamic shared memory a block takes (over 48 KB with async_input)
   static constexpr int shared_memory_bytes = exchange_bytes + stage_bytes;
+  // rows over several warps: a named barrier per row (rows_per_block <= 15)
+  static constexpr bool row_barrier = GPUCONV_REAL_1D_ROW_BARRIER && threads_per_row > 32 && rows_per_block <= 15;
+  // the Stockham passes' shared padding: one slot per 16 values, per 32 at 32 values a thread
+  // (the first pass's stores t*P + r then fall on distinct banks)
+  static constexpr int pad_shift = (GPUCONV_REAL_1D_WIDE_PAD && items_per_thread >= 32) ? 5 : 4;
+  // the passes' twiddles from per-pass tables, a warp's loads contiguous (the plan appends them):
+  // H200, n = 4096 0.67 -> 0.78x cuFFT, 2048 +1-2%; at 1024 (16 threads a row) even, at 256 (8
+  // threads) 2-4% slower: there a gather spans fewer lines (docs/benchmarks.md, session 45)
+  static constexpr bool pass_tables = GPUCONV_REAL_1D_PASS_TABLES > 0 && threads_per_row >= GPUCONV_REAL_1D_PASS_TABLES;
 };
 
 }  // namespace gpuconv::fft

@@ -36,23 +36,44 @@ unsigned grid_size(Kernel kernel, long long batch) {
   return (unsigned)std::min<long long>(groups, (long long)std::max(per_sm, 1) * sms);
 }
 
+void require_length(int n) {
+  if (!is_pow2(n) || n < real_1d_plan::min_length || n > real_1d_plan::max_length)
+    throw std::invalid_argument("real_1d_plan: length " + std::to_string(n) + " is not a power of two in [4, 4096]");
+}
+
 }  // namespace
 
+std::vector<complex_t<float>> real_1d_plan::twiddles(int n) {
+  require_length(n);
+  auto table = twiddle_table<float>(n);
+  dispatch_pow2<4>(n, [&](auto len) {
+    constexpr int nn = decltype(len)::value;
+    if constexpr (real_1d_policy<nn>::threads_per_row > 1) {
+      using forward_passes = typename block_rows_t<nn, false>::passes_t;
+      using inverse_passes = typename block_rows_t<nn, true>::passes_t;
+      static_assert(forward_passes::pass_table_offset(nn / 2) == inverse_passes::pass_table_offset(nn / 2),
+                    "real_1d_plan: R2C and C2R read one table");
+      forward_passes::append_pass_tables(table);
+      if (table.size() != std::size_t(forward_passes::pass_table_offset(nn / 2)))
+        throw std::logic_error("real_1d_plan: twiddle table length");
+    }
+  });
+  return table;
+}
+
 real_1d_plan::real_1d_plan(int n, long long batch) : n_(n), batch_(batch) {
-  if (!is_pow2(n) || n < min_length || n > max_length)
-    throw std::invalid_argument("real_1d_plan: length " + std::to_string(n) +
-                                " is not a power of two in [4, 4096]");
+  require_length(n);
   if (batch < 1) throw std::invalid_argument("real_1d_plan: batch " + std::to_string(batch) + " is < 1");
   const long long max_blocks = 0x7fffffffLL;
   if (batch / 2 > max_blocks) throw std::invalid_argument("real_1d_plan: batch " + std::to_string(batch) + " too large");
-  const auto host = twiddle_table<float>(n);
-  table_ = device_buffer<complex_t<float>>(host.size());
-  GPUCONV_CUDA(cudaMemcpy(table_.data(), host.data(), table_.bytes(), cudaMemcpyHostToDevice));
+  const auto host = twiddles(n);
   dispatch_pow2<4>(n, [&](auto len) {
     constexpr int nn = decltype(len)::value;
     r2c_grid_ = grid_size<nn, false>(r2c_1d_kernel<nn>, batch);
     c2r_grid_ = grid_size<nn, true>(c2r_1d_kernel<nn>, batch);
   });
+  table_ = device_buffer<complex_t<float>>(host.size());
+  GPUCONV_CUDA(cudaMemcpy(table_.data(), host.data(), table_.bytes(), cudaMemcpyHostToDevice));
 }
 
 void real_1d_plan::forward(const float* in, complex_t<float>* out, cudaStream_t stream, bool early) const {

@@ -7,6 +7,8 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <vector>
+
 #include "../device/buffer.hpp"
 #include "../thread/complex.hpp"
 
@@ -26,6 +28,12 @@ class real_1d_plan {
   void forward(const float* in, complex_t<float>* out, cudaStream_t stream = nullptr, bool early = false) const;
   void inverse(const complex_t<float>* in, float* out, cudaStream_t stream = nullptr, bool early = false) const;
 
+  // The twiddle table the kernels of length n read (host side, no GPU needed): W_n^k for k < n
+  // (the real pre- and post-processing), then, where the rows' Stockham passes read per-pass
+  // tables (real_1d_policy::pass_tables), each pass's W_{Ns R}^{j r} in the order its threads
+  // read them (fft/block/stockham.cuh). Throws as the constructor for a bad n.
+  static std::vector<complex_t<float>> twiddles(int n);
+
   int length() const { return n_; }
   long long batch() const { return batch_; }
   long long real_elements() const { return batch_ * n_; }
@@ -34,7 +42,7 @@ class real_1d_plan {
  private:
   int n_;
   long long batch_;
-  device_buffer<complex_t<float>> table_;  // W_n^k, k < n
+  device_buffer<complex_t<float>> table_;  // twiddles(n)
   unsigned r2c_grid_ = 0, c2r_grid_ = 0;   // blocks per launch, from the policy and the occupancy
 };
 

@@ -1,12 +1,19 @@
 // GPU batched R2C/C2R against the host transforms in double and against cuFFT, every power
-// of two 4..4096, batches 1, 3 and a large odd count, fresh random data, poisoned outputs.
+// of two 4..4096, batches 1, 3 and a large odd count, fresh random data, poisoned outputs; the
+// twiddle table the kernels read (host side).
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 
 #include <cufft.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "fft/host/real_1d_host.hpp"
+#include "fft/kernels/real_1d_policy.hpp"
+#include "fft/plan/dispatch.hpp"
 #include "fft/plan/real_1d_plan.hpp"
+#include "fft/thread/twiddle.hpp"
 #include "support/gpu.hpp"
 #include "support/reference.hpp"
 
@@ -106,4 +113,36 @@ TEST_CASE("GPU plan rejects null and misaligned pointers", "[fft][gpu]") {
   CHECK_THROWS_AS(plan.forward(nullptr, X.data()), std::invalid_argument);
   CHECK_THROWS_AS(plan.forward(x.data() + 1, X.data()), std::invalid_argument);
   CHECK_THROWS_AS(plan.inverse(X.data() + 1, x.data()), std::invalid_argument);
+}
+
+TEST_CASE("1D plan's twiddle table: W_n^k, then each Stockham pass's W_{Ns R}^{j r} in read order", "[fft]") {
+  // host side only: the table the kernels read, against the roots in double
+  const int n = GENERATE(4, 64, 128, 256, 1024, 2048, 4096);
+  CAPTURE(n);
+  const auto table = fft::real_1d_plan::twiddles(n);
+  REQUIRE(table.size() >= std::size_t(n));
+  double worst = 0;
+  auto check = [&](std::size_t at, long long k, long long m) {
+    const auto w = fft::unit_root(k, m);
+    worst = std::max(worst, std::hypot(double(table[at].re) - w.re, double(table[at].im) - w.im));
+  };
+  for (int k = 0; k < n; ++k) check(std::size_t(k), k, n);
+  // the passes' part (fft/block/stockham.cuh): after the first pass (radix P), Ns = P, P*R, ...
+  // with R = min(N / Ns, P); entries (r - 1) * Ns + j, 1 <= r < R, j < Ns
+  std::size_t at = std::size_t(n);
+  fft::dispatch_pow2<4>(n, [&](auto len) {
+    using policy = fft::real_1d_policy<decltype(len)::value>;
+    if (!policy::pass_tables) return;
+    const int N = n / 2, P = policy::items_per_thread;
+    for (int ns = P; ns < N; ns *= std::min(N / ns, P)) {
+      const int R = std::min(N / ns, P);
+      for (int r = 1; r < R; ++r)
+        for (int j = 0; j < ns; ++j) check(at++, (long long)j * r, (long long)ns * R);
+    }
+  });
+  CHECK(table.size() == at);  // nothing more, nothing less
+  CHECK(worst <= 1e-7);
+  // the sizes whose rows span a warp or more read per-pass tables (policy::pass_tables)
+  if (n >= 2048) CHECK(table.size() > std::size_t(n));
+  CHECK_THROWS_AS(fft::real_1d_plan::twiddles(100), std::invalid_argument);
 }
