@@ -54,6 +54,9 @@ TEST_CASE("GPU host_staging moves every part's bytes to the device and back", "[
         // device parts in reverse order with a 3-byte gap after each; host parts in order
         gpuconv::device_buffer<std::uint8_t> dev(total + 3 * sizes.size() + 1);
         GPUCONV_CUDA(cudaMemset(dev.data(), 0, dev.bytes()));
+        // the memset runs on the legacy stream, which `own` (non-blocking) does not wait for: a
+        // direct upload from page-locked memory could otherwise land under it (seen on the H200)
+        GPUCONV_CUDA(cudaDeviceSynchronize());
         std::vector<std::size_t> dev_at(sizes.size());
         std::size_t at = 0;
         for (std::size_t j = sizes.size(); j-- > 0;) {
