@@ -66,6 +66,37 @@ struct vecs {
 };
 typedef vecs<16>::f v16;  // AVX-512's register (the intrinsics below)
 
+// a + c * x. With FMA in the version's ISA (L >= 8: AVX2 + FMA, AVX-512) one rounding, written
+// out (fmaf, the vector FMA builtins); without it (the baseline: L = 4) two. The paths that must
+// agree to the bit (taps_rows, column_rows, row_taps and the explicit AVX-512 FMAs) rested on
+// the compiler contracting `a += c * x` everywhere alike: GCC 12 does (its build passes the tests,
+// and fails them with -ffp-contract=off), the H200 host's GCC 13 build failed them. This file is
+// built with -ffp-contract=off (conv/CMakeLists.txt): nothing is fused but these.
+template <int L>
+inline __attribute__((always_inline)) float madd(float a, float c, float x) {
+  if constexpr (L >= 8) return __builtin_fmaf(c, x, a);
+  else return a + c * x;
+}
+template <int L>
+inline __attribute__((always_inline)) typename vecs<L>::f madd(typename vecs<L>::f a, float c, typename vecs<L>::f x) {
+#if defined(__x86_64__)
+  // The builtins behind _mm512_fmadd_ps / _mm256_fmadd_ps, on GCC's generic vectors: the
+  // intrinsics' target attributes would not inline here, the builtins expand in the caller (a
+  // version built for the ISA); lane-by-lane fmaf measured up to 3x slower here (K = 15).
+  // c in every lane as c times a vector of ones, which GCC folds to a broadcast ({} + c keeps an
+  // add of zero, not an identity for -0; a lane loop was not folded)
+  const typename vecs<L>::f cs = c * (typename vecs<L>::f{} + 1.f);
+  if constexpr (L == 16) {
+    return __builtin_ia32_vfmaddps512_mask(x, cs, a, (unsigned short)0xffff, 4);
+  } else if constexpr (L == 8) {
+    return __builtin_ia32_vfmaddps256(x, cs, a);
+  } else
+#endif
+  {
+    return a + c * x;
+  }
+}
+
 template <int L>
 inline __attribute__((always_inline)) typename vecs<L>::f load(const float* p) {
   return *reinterpret_cast<const typename vecs<L>::f_unaligned*>(p);
@@ -185,7 +216,7 @@ inline __attribute__((always_inline)) void taps_loop(const float* const* rows, c
         const float c = ki[j];
         const float* s = r - j;
 #pragma GCC unroll 8
-        for (int v = 0; v < v_count; ++v) a[v] += c * load<L>(s + L * v);
+        for (int v = 0; v < v_count; ++v) a[v] = madd<L>(a[v], c, load<L>(s + L * v));
       }
     }
 #pragma GCC unroll 8
@@ -194,7 +225,7 @@ inline __attribute__((always_inline)) void taps_loop(const float* const* rows, c
   auto scalar = [&](long long t) __attribute__((always_inline)) {
     float acc = 0;
     for (int i = 0; i < kh; ++i)
-      for (int j = 0; j < kw; ++j) acc += k[(long long)i * kw + j] * rows[i][t + kw - 1 - j];
+      for (int j = 0; j < kw; ++j) acc = madd<L>(acc, k[(long long)i * kw + j], rows[i][t + kw - 1 - j]);
     if constexpr (std::is_same_v<T, float>) out[t] = acc;
     else out[t] = saturate_round<T>(acc);
   };
@@ -258,7 +289,7 @@ inline __attribute__((always_inline)) void column_loop(const float* const* rows,
         if (all || (r <= m && m - r < kh)) {
           const float c = k[m - r];
 #pragma GCC unroll 8
-          for (int v = 0; v < v_count; ++v) a[r][v] += c * x[v];
+          for (int v = 0; v < v_count; ++v) a[r][v] = madd<L>(a[r][v], c, x[v]);
         }
     };
     int m = 0;
@@ -275,7 +306,7 @@ inline __attribute__((always_inline)) void column_loop(const float* const* rows,
   auto scalar = [&](long long t) __attribute__((always_inline)) {
     for (int j = 0; j < R; ++j) {
       float acc = 0;
-      for (int i = 0; i < kh; ++i) acc += k[i] * rows[R - 1 - j + i][t];
+      for (int i = 0; i < kh; ++i) acc = madd<L>(acc, k[i], rows[R - 1 - j + i][t]);
       if constexpr (std::is_same_v<T, float>) out[j * out_stride + t] = acc;
       else out[j * out_stride + t] = saturate_round<T>(acc);
     }
