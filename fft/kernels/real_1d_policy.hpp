@@ -123,8 +123,8 @@ struct real_1d_policy {
   // (the first pass's stores t*P + r then fall on distinct banks)
   static constexpr int pad_shift = (GPUCONV_REAL_1D_WIDE_PAD && items_per_thread >= 32) ? 5 : 4;
   // the passes' twiddles from per-pass tables, a warp's loads contiguous (the plan appends them):
-  // H200, n = 4096 0.67 -> 0.78x cuFFT, 2048 +1-2%; at 1024 (16 threads a row) even, at 256 (8
-  // threads) 2-4% slower: there a gather spans fewer lines (docs/benchmarks.md, session 45)
+  // H200, n = 4096 0.67 -> 0.78x cuFFT, 2048 +1-2%; at 1024 (16 threads a row) up to 1% slower,
+  // at 256 (8 threads) 2-4%: there a gather spans fewer lines (docs/benchmarks.md, session 45)
   static constexpr bool pass_tables = GPUCONV_REAL_1D_PASS_TABLES > 0 && threads_per_row >= GPUCONV_REAL_1D_PASS_TABLES;
 };
 
