@@ -10,6 +10,7 @@
 #                                             to the device, which saves a device call's build)
 #                        [--sizes n1,n2] [--reps R]
 #                        [--variant NAME='-DFLAG=V ...']...   (extra builds with other CUDA flags, benchmarked too)
+# --sanitize-tools and --sanitize-filter turn the sanitizers on (as --sanitize does).
 set -uo pipefail
 
 final_out=${OUT:-$PWD/gpu-check-logs}
@@ -36,7 +37,7 @@ while [ $# -gt 0 ]; do
     --sanitize) sanitize=1 ;;
     --sanitize-tools) san_tools=$2; sanitize=1; shift ;;
     --sanitize-cap) san_cap=$2; shift ;;
-    --sanitize-filter) san_filter=$2; shift ;;
+    --sanitize-filter) san_filter=$2; sanitize=1; shift ;;
     --sanitize-jobs) san_jobs=$2; shift ;;
     --sanitize-only) sanitize=1; prebuilt=1; run_tests=0; run_bench=0 ;;
     --variant) variants+=("$2"); shift ;;
