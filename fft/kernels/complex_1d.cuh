@@ -6,6 +6,18 @@
 #pragma once
 #include "../block/stockham.cuh"
 
+// Tuning switches as the real transforms' (real_1d_policy.hpp), off by default here: not yet
+// timed on the 2D and 3D plans that run these kernels (docs/notes-fft1d.md, session 45)
+#ifndef GPUCONV_COMPLEX_1D_PASS_TABLES  // rows of at least this many threads read per-pass twiddle tables (0: none)
+#define GPUCONV_COMPLEX_1D_PASS_TABLES 0
+#endif
+#ifndef GPUCONV_COMPLEX_1D_WIDE_PAD  // 1: rows of 32 values a thread pad shared memory by one slot per 32
+#define GPUCONV_COMPLEX_1D_WIDE_PAD 0
+#endif
+#ifndef GPUCONV_COMPLEX_1D_ROW_BARRIER  // 1: rows over several warps sync on a named barrier of their own
+#define GPUCONV_COMPLEX_1D_ROW_BARRIER 0
+#endif
+
 namespace gpuconv::fft {
 
 template <int n_>
@@ -19,6 +31,13 @@ struct complex_1d_policy {
   static constexpr int block_threads = threads_per_row == 1 ? 128 : (4096 / items_per_thread > threads_per_row ? 4096 / items_per_thread : threads_per_row);
   static constexpr int rows_per_block = block_threads / threads_per_row;
   static constexpr int shared_memory_bytes = threads_per_row == 1 ? 16 : rows_per_block * (n + n / 16) * 8;
+  static constexpr bool pass_tables =
+      GPUCONV_COMPLEX_1D_PASS_TABLES > 0 && threads_per_row >= GPUCONV_COMPLEX_1D_PASS_TABLES;
+  static constexpr int pad_shift = (GPUCONV_COMPLEX_1D_WIDE_PAD && items_per_thread >= 32) ? 5 : 4;
+  static constexpr bool row_barrier = GPUCONV_COMPLEX_1D_ROW_BARRIER && threads_per_row > 32 && rows_per_block <= 15;
+  // the row's Stockham passes, forward or inverse (the plan's table: passes_t<false>::append_pass_tables)
+  template <bool inverse>
+  using passes_t = block_fft_t<n, threads_per_row, inverse, twiddle_load_ro, false, row_barrier, pad_shift, pass_tables>;
 };
 
 // No pointwise step: a plain forward or inverse transform.
@@ -38,8 +57,8 @@ c2c_1d_kernel(const complex_t<float>* __restrict__ in, complex_t<float>* out, lo
   using policy = complex_1d_policy<n>;
   constexpr int T = policy::threads_per_row, P = policy::items_per_thread;
   __shared__ __align__(16) unsigned char shared[policy::shared_memory_bytes];
-  using fwd_t = block_fft_t<n, T, false>;
-  using inv_t = block_fft_t<n, T, true>;
+  using fwd_t = typename policy::template passes_t<false>;
+  using inv_t = typename policy::template passes_t<true>;
   // block_fft_t's table is W_{2N}^e (N = n here): the real transforms' table of length 2n
   const int local_row = threadIdx.x / T, t = threadIdx.x % T;
   auto* row_shared = reinterpret_cast<complex_t<float>*>(shared) + local_row * fwd_t::row_shared_elems;
@@ -52,16 +71,16 @@ c2c_1d_kernel(const complex_t<float>* __restrict__ in, complex_t<float>* out, lo
       v[m.value] = valid ? load_ro(in + row * n + t + T * m.value) : complex_t<float>{0.f, 0.f};
     });
     if constexpr (std::is_same_v<Pointwise, no_pointwise>) {
-      block_fft_t<n, T, inverse>::run(v, row_shared, t, table);
+      policy::template passes_t<inverse>::run(v, row_shared, t, table);
     } else {
       fwd_t::run(v, row_shared, t, table);
       const complex_t<float>* s = pointwise.spectrum + (valid ? (row % pointwise.rows_per_set) * n : 0);
       static_for<P>([&](auto m) { v[m.value] = v[m.value] * load_ro(s + t + T * m.value); });
-      if constexpr (T <= 32) __syncwarp(); else __syncthreads();  // pass reads done before the inverse writes
+      fwd_t::sync();  // pass reads done before the inverse writes
       inv_t::run(v, row_shared, t, table);
     }
     if (valid) static_for<P>([&](auto m) { out[row * n + t + T * m.value] = v[m.value]; });
-    if constexpr (T <= 32) __syncwarp(); else __syncthreads();
+    fwd_t::sync();
   }
 }
 

@@ -31,7 +31,7 @@ class complex_1d_plan {
   int n_;
   long long rows_;
   unsigned grid_ = 0;
-  device_buffer<complex_t<float>> table_;  // W_{2n}^e, e < 2n
+  device_buffer<complex_t<float>> table_;  // W_{2n}^e, e < 2n (then per-pass tables: complex_1d_policy)
 };
 
 // [batch][rows][cols] -> [batch][cols][rows]; in and out must not overlap.
