@@ -72,7 +72,7 @@ struct block_fft_t {
   static __device__ GPUCONV_INLINE void sync() {
     if constexpr (T <= 32 && !rows_across_warps) {
       __syncwarp();
-    } else if constexpr (row_barrier && T > 32 && T % 32 == 0 && !rows_across_warps) {
+    } else if constexpr (row_barrier && T > 32 && !rows_across_warps) {
       named_barrier_sync(1 + threadIdx.x / T, T);
     } else {
       __syncthreads();

@@ -7,8 +7,8 @@
 
 #include "../device/shared_limit.hpp"
 #include "../kernels/real_1d.cuh"
+#include "device_table.hpp"
 #include "dispatch.hpp"
-#include "twiddle_table.hpp"
 
 namespace gpuconv::fft {
 
@@ -66,14 +66,12 @@ real_1d_plan::real_1d_plan(int n, long long batch) : n_(n), batch_(batch) {
   if (batch < 1) throw std::invalid_argument("real_1d_plan: batch " + std::to_string(batch) + " is < 1");
   const long long max_blocks = 0x7fffffffLL;
   if (batch / 2 > max_blocks) throw std::invalid_argument("real_1d_plan: batch " + std::to_string(batch) + " too large");
-  const auto host = twiddles(n);
+  table_ = device_table_of(twiddles(n));
   dispatch_pow2<4>(n, [&](auto len) {
     constexpr int nn = decltype(len)::value;
     r2c_grid_ = grid_size<nn, false>(r2c_1d_kernel<nn>, batch);
     c2r_grid_ = grid_size<nn, true>(c2r_1d_kernel<nn>, batch);
   });
-  table_ = device_buffer<complex_t<float>>(host.size());
-  GPUCONV_CUDA(cudaMemcpy(table_.data(), host.data(), table_.bytes(), cudaMemcpyHostToDevice));
 }
 
 void real_1d_plan::forward(const float* in, complex_t<float>* out, cudaStream_t stream, bool early) const {
