@@ -151,6 +151,7 @@ for v in "${variants[@]}"; do
     { echo "variant $name: build FAILED"; continue; }
   [[ ,$benches, == *,fft1d,* ]] && "$vb/apps/gpuconv-bench" fft1d --csv "$out/fft1d-$name.csv" "${bench_args[@]}" > "$out/bench-fft1d-$name.txt" 2>&1
   [[ ,$benches, == *,conv,* ]] && "$vb/apps/gpuconv-bench" conv --reps 10 --csv "$out/conv-$name.csv" > "$out/bench-conv-$name.txt" 2>&1
+  [[ ,$benches, == *,fft3d,* ]] && "$vb/apps/gpuconv-bench" fft3d --reps 10 --csv "$out/fft3d-$name.csv" > "$out/bench-fft3d-$name.txt" 2>&1
 done
 
 echo "==== gpu-check summary ($(head -2 "$out/gpu.txt" | tail -1)) ===="
@@ -170,6 +171,7 @@ for v in "${variants[@]}"; do
   echo "---- variant $name (${v#*=}) ----"
   grep -E "^ +[0-9]+ \|" "$out/bench-fft1d-$name.txt" 2>/dev/null | cut -c1-95
   grep -E "^[0-9]+x[0-9]+" "$out/bench-conv-$name.txt" 2>/dev/null
+  grep -E "^ +[0-9]+x[0-9]+x[0-9]+ \|" "$out/bench-fft3d-$name.txt" 2>/dev/null
 done
 echo "total: $(( $(date +%s) - start ))s"
 cp "$out"/bench-*.txt "$final_out"/ 2>/dev/null

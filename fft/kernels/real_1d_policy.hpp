@@ -15,12 +15,15 @@
 #define GPUCONV_REAL_1D_LARGE_ITEMS 32
 #endif
 // n = 4096 (rows over several warps) on its own: values a thread and the register cap's blocks
-// a multiprocessor (scripts/fft1d-variants.sh times settings against each other)
+// a multiprocessor (scripts/fft1d-variants.sh times settings against each other). H200, session
+// 46, with the per-pass twiddle tables: 16 values a thread (radix 16, 16, 8), one row a block and
+// four blocks an SM (128 registers) 0.85-0.86x / 0.80-0.82x cuFFT against 32 values' 0.78 / 0.79x
+// (255 registers, two blocks); before the tables 16 values had lost by 24-32%.
 #ifndef GPUCONV_REAL_1D_4096_ITEMS
-#define GPUCONV_REAL_1D_4096_ITEMS GPUCONV_REAL_1D_LARGE_ITEMS
+#define GPUCONV_REAL_1D_4096_ITEMS 16
 #endif
 #ifndef GPUCONV_REAL_1D_4096_MIN_BLOCKS
-#define GPUCONV_REAL_1D_4096_MIN_BLOCKS GPUCONV_REAL_1D_MIN_BLOCKS
+#define GPUCONV_REAL_1D_4096_MIN_BLOCKS 3
 #endif
 #ifndef GPUCONV_REAL_1D_ROW_BARRIER  // 1: rows over several warps sync on a named barrier of their own
 #define GPUCONV_REAL_1D_ROW_BARRIER 1
@@ -35,7 +38,7 @@
 #define GPUCONV_REAL_1D_LARGE_FROM 1024
 #endif
 #ifndef GPUCONV_REAL_1D_LARGE_ROW_BLOCKS  // 1: one row per block for rows over several warps
-#define GPUCONV_REAL_1D_LARGE_ROW_BLOCKS 0
+#define GPUCONV_REAL_1D_LARGE_ROW_BLOCKS 1
 #endif
 #ifndef GPUCONV_REAL_1D_ASYNC  // R2C rows of up to this many threads stage the next group's input by cp.async
 #define GPUCONV_REAL_1D_ASYNC 16
