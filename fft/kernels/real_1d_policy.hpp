@@ -25,6 +25,14 @@
 #ifndef GPUCONV_REAL_1D_4096_MIN_BLOCKS
 #define GPUCONV_REAL_1D_4096_MIN_BLOCKS 3
 #endif
+// The one-lane-a-row kernels (n <= 64) have no loads in flight while a warp transforms, so the
+// bytes in flight an SM come from the number of warps: at n = 64 (113 / 95 registers, 14-17 warps
+// an SM) DRAM ran at 78-80% of its peak against 86% at n = 32 (24-34 warps; Nsight Compute, H200,
+// session 46). A cap of 6 blocks of 128 threads (80 registers, no spills) took n = 64 from 0.58 /
+// 0.57 ms to 0.54 / 0.545 (1.23 -> 1.32x, 1.30 -> 1.36x cuFFT); the smaller n stay under the cap.
+#ifndef GPUCONV_REAL_1D_LANE_MIN_BLOCKS  // register cap of the one-lane-a-row kernels: blocks an SM
+#define GPUCONV_REAL_1D_LANE_MIN_BLOCKS 6
+#endif
 #ifndef GPUCONV_REAL_1D_ROW_BARRIER  // 1: rows over several warps sync on a named barrier of their own
 #define GPUCONV_REAL_1D_ROW_BARRIER 1
 #endif
@@ -99,7 +107,7 @@ struct real_1d_policy {
   // register cap through __launch_bounds__: without it the compiler hoists the next group's
   // loads and the twiddle loads far ahead and uses ~180 registers (one block per SM)
   static constexpr int min_blocks_per_sm =
-      !persistent   ? 1
+      !persistent   ? GPUCONV_REAL_1D_LANE_MIN_BLOCKS
       : async_input ? GPUCONV_REAL_1D_ASYNC_BLOCKS
       : n == 4096   ? GPUCONV_REAL_1D_4096_MIN_BLOCKS
                     : GPUCONV_REAL_1D_MIN_BLOCKS;
