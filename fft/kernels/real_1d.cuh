@@ -137,15 +137,24 @@ __device__ GPUCONV_INLINE void r2c_rows_in_block(const float* in, complex_t<floa
   auto* staging = reinterpret_cast<complex_t<float>*>(shared + rows_t::policy::exchange_bytes);
   typename rows_t::items_t next, v;
   if constexpr (rows_t::policy::prefetch) load(next, blockIdx.x);
-  if constexpr (rows_t::policy::async_input) rows.template stage<N>(staging, z, blockIdx.x, batch);
+  constexpr int D = rows_t::policy::stage_depth;
+  [[maybe_unused]] int slot = 0;  // the staging buffer of this iteration's group
+  if constexpr (rows_t::policy::async_input) {
+    static_for<D>([&](auto d) {
+      rows.template stage<N>(staging + d.value * rows_t::policy::stage_group_elems, z,
+                             blockIdx.x + d.value * (long long)gridDim.x, batch);
+    });
+  }
   for (long long group = blockIdx.x; group < rows.groups; group += gridDim.x) {
     if constexpr (rows_t::policy::async_input) {
-      warp_stage_wait();
+      warp_stage_wait<D - 1>();  // this group's copies (staged D groups ago) have landed
+      complex_t<float>* buffer = staging + slot * rows_t::policy::stage_group_elems;
       const bool ok = rows.row_of(group) < batch;
-      const complex_t<float>* mine = rows.staged_row(staging);
+      const complex_t<float>* mine = rows.staged_row(buffer);
       static_for<P>([&](auto m) { v[m.value] = ok ? mine[t + T * m.value] : complex_t<float>{0.f, 0.f}; });
-      __syncwarp();  // the warp has read its rows: the buffer takes the next group's
-      rows.template stage<N>(staging, z, group + gridDim.x, batch);
+      __syncwarp();  // the warp has read its rows: the buffer takes the group D ahead
+      rows.template stage<N>(buffer, z, group + D * (long long)gridDim.x, batch);
+      slot = slot + 1 == D ? 0 : slot + 1;
     } else if constexpr (rows_t::policy::prefetch) {
       v = next;
       load(next, group + gridDim.x);
@@ -198,16 +207,25 @@ __device__ GPUCONV_INLINE void c2r_rows_in_block(const complex_t<float>* in, flo
   typename rows_t::items_t next, v;
   complex_t<float> next_last, x_last;
   if constexpr (rows_t::policy::prefetch) load(next, next_last, blockIdx.x);
-  if constexpr (rows_t::policy::async_input) rows.template stage<N + 1>(staging, in, blockIdx.x, batch);
+  constexpr int D = rows_t::policy::stage_depth;
+  [[maybe_unused]] int slot = 0;  // the staging buffer of this iteration's group
+  if constexpr (rows_t::policy::async_input) {
+    static_for<D>([&](auto d) {
+      rows.template stage<N + 1>(staging + d.value * rows_t::policy::stage_group_elems, in,
+                                 blockIdx.x + d.value * (long long)gridDim.x, batch);
+    });
+  }
   for (long long group = blockIdx.x; group < rows.groups; group += gridDim.x) {
     if constexpr (rows_t::policy::async_input) {
-      warp_stage_wait();
+      warp_stage_wait<D - 1>();  // this group's copies (staged D groups ago) have landed
+      complex_t<float>* buffer = staging + slot * rows_t::policy::stage_group_elems;
       const bool ok = rows.row_of(group) < batch;
-      const complex_t<float>* mine = rows.staged_row(staging);
+      const complex_t<float>* mine = rows.staged_row(buffer);
       static_for<P>([&](auto m) { v[m.value] = ok ? mine[t + T * m.value] : complex_t<float>{0.f, 0.f}; });
       x_last = (ok && t == 0) ? mine[N] : complex_t<float>{0.f, 0.f};
-      __syncwarp();  // the warp has read its rows: the buffer takes the next group's
-      rows.template stage<N + 1>(staging, in, group + gridDim.x, batch);
+      __syncwarp();  // the warp has read its rows: the buffer takes the group D ahead
+      rows.template stage<N + 1>(buffer, in, group + D * (long long)gridDim.x, batch);
+      slot = slot + 1 == D ? 0 : slot + 1;
     } else if constexpr (rows_t::policy::prefetch) {
       v = next;
       x_last = next_last;

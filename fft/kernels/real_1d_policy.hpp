@@ -17,8 +17,9 @@
 // n = 4096 (rows over several warps) on its own: values a thread and the register cap's blocks
 // a multiprocessor (scripts/fft1d-variants.sh times settings against each other). H200, session
 // 46, with the per-pass twiddle tables: 16 values a thread (radix 16, 16, 8), one row a block and
-// four blocks an SM (128 registers) 0.85-0.86x / 0.80-0.82x cuFFT against 32 values' 0.78 / 0.79x
-// (255 registers, two blocks); before the tables 16 values had lost by 24-32%.
+// three blocks an SM (166 / 168 registers) 0.85x / 0.85-0.88x cuFFT against 32 values' 0.78 /
+// 0.77-0.80x (255 registers, two rows a block); four blocks (128 registers) spilled in C2R and
+// lost there (0.79-0.82x); before the tables 16 values had lost by 24-32%.
 #ifndef GPUCONV_REAL_1D_4096_ITEMS
 #define GPUCONV_REAL_1D_4096_ITEMS 16
 #endif
@@ -53,6 +54,9 @@
 #endif
 #ifndef GPUCONV_REAL_1D_ASYNC_C2R  // the same for C2R (rows of n/2+1 complex: 8-byte copies)
 #define GPUCONV_REAL_1D_ASYNC_C2R 4
+#endif
+#ifndef GPUCONV_REAL_1D_ASYNC_DEPTH  // groups the async kernels stage ahead (2: two staging buffers)
+#define GPUCONV_REAL_1D_ASYNC_DEPTH 1
 #endif
 #ifndef GPUCONV_REAL_1D_ASYNC_BLOCKS  // blocks a multiprocessor the async kernels' registers allow
 #define GPUCONV_REAL_1D_ASYNC_BLOCKS 2
@@ -125,7 +129,12 @@ struct real_1d_policy {
   // mod 16: the rows a half-warp reads at once start on distinct bank pairs; >= half + 1, the
   // C2R rows' length), after the exchange buffers
   static constexpr int stage_stride = half + threads_per_row;
-  static constexpr int stage_bytes = async_input ? rows_per_block * stage_stride * 8 : 0;
+  // async_input: groups staged ahead, one buffer each (2 lets the loads of the group after next
+  // start before this group's transform; 1 is what was measured, docs/notes-fft1d.md)
+  static constexpr int stage_depth = async_input ? GPUCONV_REAL_1D_ASYNC_DEPTH : 0;
+  static_assert(!async_input || (stage_depth >= 1 && stage_depth <= 3), "real_1d_policy: 1..3 staging buffers");
+  static constexpr int stage_group_elems = rows_per_block * stage_stride;  // complex a staging buffer
+  static constexpr int stage_bytes = stage_depth * stage_group_elems * 8;
   // dynamic shared memory a block takes (over 48 KB with async_input)
   static constexpr int shared_memory_bytes = exchange_bytes + stage_bytes;
   // rows over several warps: a named barrier per row (rows_per_block <= 15)
