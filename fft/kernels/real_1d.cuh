@@ -116,6 +116,28 @@ struct block_rows_t {
   __device__ GPUCONV_INLINE const complex_t<float>* staged_row(const complex_t<float>* staging) const {
     return staging + local_row * policy::stage_stride;
   }
+
+  // async_input with policy::stage_depth buffers of one group each, taken in turn (`slot`):
+  // the block's first stage_depth groups into them
+  template <int L>
+  __device__ GPUCONV_INLINE void stage_ahead(complex_t<float>* staging, const complex_t<float>* z, long long batch) const {
+    static_for<policy::stage_depth>([&](auto d) {
+      stage<L>(staging + d.value * policy::stage_group_elems, z, blockIdx.x + d.value * (long long)gridDim.x, batch);
+    });
+  }
+  // waits for `group` (staged stage_depth groups ago into buffer `slot`), hands this thread's
+  // staged row to read(row), then stages the group stage_depth ahead into that buffer
+  template <int L, typename Read>
+  __device__ GPUCONV_INLINE void take_staged(complex_t<float>* staging, int& slot, const complex_t<float>* z,
+                                             long long group, long long batch, Read&& read) const {
+    constexpr int D = policy::stage_depth;
+    warp_stage_wait<D - 1>();
+    complex_t<float>* buffer = staging + slot * policy::stage_group_elems;
+    read(staged_row(buffer));
+    __syncwarp();  // the warp has read its rows: the buffer takes the group D ahead
+    stage<L>(buffer, z, group + D * (long long)gridDim.x, batch);
+    slot = slot + 1 == D ? 0 : slot + 1;
+  }
 };
 
 template <int n>
@@ -137,24 +159,14 @@ __device__ GPUCONV_INLINE void r2c_rows_in_block(const float* in, complex_t<floa
   auto* staging = reinterpret_cast<complex_t<float>*>(shared + rows_t::policy::exchange_bytes);
   typename rows_t::items_t next, v;
   if constexpr (rows_t::policy::prefetch) load(next, blockIdx.x);
-  constexpr int D = rows_t::policy::stage_depth;
-  [[maybe_unused]] int slot = 0;  // the staging buffer of this iteration's group
-  if constexpr (rows_t::policy::async_input) {
-    static_for<D>([&](auto d) {
-      rows.template stage<N>(staging + d.value * rows_t::policy::stage_group_elems, z,
-                             blockIdx.x + d.value * (long long)gridDim.x, batch);
-    });
-  }
+  [[maybe_unused]] int slot = 0;  // async_input: the staging buffer of this iteration's group
+  if constexpr (rows_t::policy::async_input) rows.template stage_ahead<N>(staging, z, batch);
   for (long long group = blockIdx.x; group < rows.groups; group += gridDim.x) {
     if constexpr (rows_t::policy::async_input) {
-      warp_stage_wait<D - 1>();  // this group's copies (staged D groups ago) have landed
-      complex_t<float>* buffer = staging + slot * rows_t::policy::stage_group_elems;
-      const bool ok = rows.row_of(group) < batch;
-      const complex_t<float>* mine = rows.staged_row(buffer);
-      static_for<P>([&](auto m) { v[m.value] = ok ? mine[t + T * m.value] : complex_t<float>{0.f, 0.f}; });
-      __syncwarp();  // the warp has read its rows: the buffer takes the group D ahead
-      rows.template stage<N>(buffer, z, group + D * (long long)gridDim.x, batch);
-      slot = slot + 1 == D ? 0 : slot + 1;
+      rows.template take_staged<N>(staging, slot, z, group, batch, [&](const complex_t<float>* mine) {
+        const bool ok = rows.row_of(group) < batch;
+        static_for<P>([&](auto m) { v[m.value] = ok ? mine[t + T * m.value] : complex_t<float>{0.f, 0.f}; });
+      });
     } else if constexpr (rows_t::policy::prefetch) {
       v = next;
       load(next, group + gridDim.x);
@@ -207,25 +219,15 @@ __device__ GPUCONV_INLINE void c2r_rows_in_block(const complex_t<float>* in, flo
   typename rows_t::items_t next, v;
   complex_t<float> next_last, x_last;
   if constexpr (rows_t::policy::prefetch) load(next, next_last, blockIdx.x);
-  constexpr int D = rows_t::policy::stage_depth;
-  [[maybe_unused]] int slot = 0;  // the staging buffer of this iteration's group
-  if constexpr (rows_t::policy::async_input) {
-    static_for<D>([&](auto d) {
-      rows.template stage<N + 1>(staging + d.value * rows_t::policy::stage_group_elems, in,
-                                 blockIdx.x + d.value * (long long)gridDim.x, batch);
-    });
-  }
+  [[maybe_unused]] int slot = 0;  // async_input: the staging buffer of this iteration's group
+  if constexpr (rows_t::policy::async_input) rows.template stage_ahead<N + 1>(staging, in, batch);
   for (long long group = blockIdx.x; group < rows.groups; group += gridDim.x) {
     if constexpr (rows_t::policy::async_input) {
-      warp_stage_wait<D - 1>();  // this group's copies (staged D groups ago) have landed
-      complex_t<float>* buffer = staging + slot * rows_t::policy::stage_group_elems;
-      const bool ok = rows.row_of(group) < batch;
-      const complex_t<float>* mine = rows.staged_row(buffer);
-      static_for<P>([&](auto m) { v[m.value] = ok ? mine[t + T * m.value] : complex_t<float>{0.f, 0.f}; });
-      x_last = (ok && t == 0) ? mine[N] : complex_t<float>{0.f, 0.f};
-      __syncwarp();  // the warp has read its rows: the buffer takes the group D ahead
-      rows.template stage<N + 1>(buffer, in, group + D * (long long)gridDim.x, batch);
-      slot = slot + 1 == D ? 0 : slot + 1;
+      rows.template take_staged<N + 1>(staging, slot, in, group, batch, [&](const complex_t<float>* mine) {
+        const bool ok = rows.row_of(group) < batch;
+        static_for<P>([&](auto m) { v[m.value] = ok ? mine[t + T * m.value] : complex_t<float>{0.f, 0.f}; });
+        x_last = (ok && t == 0) ? mine[N] : complex_t<float>{0.f, 0.f};
+      });
     } else if constexpr (rows_t::policy::prefetch) {
       v = next;
       x_last = next_last;
