@@ -43,17 +43,22 @@
 #ifndef GPUCONV_REAL_1D_PASS_TABLES  // rows of at least this many threads read per-pass twiddle tables (0: none)
 #define GPUCONV_REAL_1D_PASS_TABLES 32
 #endif
+// n = 1024 at 16 values a thread (32 threads a row) since session 47: R2C prefetching into
+// registers (218, 8 warps an SM) and C2R staging by cp.async (126, two blocks an SM) 0.90 / 0.90x
+// cuFFT against 32 values' 0.88 / 0.87x (H200, scripts/fft1d-variants.sh, docs/benchmarks.md).
 #ifndef GPUCONV_REAL_1D_LARGE_FROM
-#define GPUCONV_REAL_1D_LARGE_FROM 1024
+#define GPUCONV_REAL_1D_LARGE_FROM 2048
 #endif
 #ifndef GPUCONV_REAL_1D_LARGE_ROW_BLOCKS  // 1: one row per block for rows over several warps
 #define GPUCONV_REAL_1D_LARGE_ROW_BLOCKS 1
 #endif
-#ifndef GPUCONV_REAL_1D_ASYNC  // R2C rows of up to this many threads stage the next group's input by cp.async
-#define GPUCONV_REAL_1D_ASYNC 16
+// The sizes n whose persistent kernels (rows within a warp) stage the next group's input by
+// cp.async, as a sum of the n: R2C, and C2R (rows of n/2+1 complex: 8-byte copies).
+#ifndef GPUCONV_REAL_1D_ASYNC_SIZES
+#define GPUCONV_REAL_1D_ASYNC_SIZES (128 + 256 + 512)
 #endif
-#ifndef GPUCONV_REAL_1D_ASYNC_C2R  // the same for C2R (rows of n/2+1 complex: 8-byte copies)
-#define GPUCONV_REAL_1D_ASYNC_C2R 4
+#ifndef GPUCONV_REAL_1D_ASYNC_C2R_SIZES
+#define GPUCONV_REAL_1D_ASYNC_C2R_SIZES (128 + 1024)
 #endif
 #ifndef GPUCONV_REAL_1D_ASYNC_DEPTH  // groups the async kernels stage ahead (2: two staging buffers)
 #define GPUCONV_REAL_1D_ASYNC_DEPTH 1
@@ -73,10 +78,9 @@ struct real_1d_policy {
   static constexpr int input_length = n;                   // R2C: reals per row in
   static constexpr int output_length = half + 1;           // R2C: complex per row out
   // Rows up to 64 points live in one thread's registers; longer rows use 16 values per
-  // thread (32 from n = 1024: two passes of radix 32 and 16 or 32, one exchange through shared
-  // memory instead of two at n = 1024, whose 16 values a thread left the H200's L1 / shared
-  // memory pipe the limit; n = 2048 stays inside one warp) and Stockham passes through shared
-  // memory. Measured on the H100 and the H200: docs/benchmarks.md.
+  // thread (32 from n = 2048: two passes of radix 32, one exchange through shared memory, and
+  // the row stays inside one warp; n = 4096 on its own switch) and Stockham passes through
+  // shared memory. Measured on the H100 and the H200: docs/benchmarks.md.
   static constexpr int threads_per_row =
       half <= 32     ? 1
       : n == 4096    ? half / GPUCONV_REAL_1D_4096_ITEMS
@@ -101,13 +105,14 @@ struct real_1d_policy {
   // Persistent blocks whose rows lie within a warp can stage the next group's input into
   // shared memory by cp.async while they transform this one (each warp its own rows: no block
   // barrier), so the loads in flight take no registers and two blocks fit a multiprocessor.
-  // H200, against the register prefetch: R2C 1-4% faster at n = 128..1024 (rows of up to 16
-  // threads), ~2% slower at 2048 (32); C2R, whose rows of n/2 + 1 complex take 8-byte copies,
-  // ~3% faster at n = 128 (4 threads) and 3-9% slower at 256..2048. The others (and n = 4096,
-  // rows over several warps) prefetch into registers (docs/benchmarks.md, session 43).
+  // H200, against the register prefetch: R2C 1-4% faster at n = 128..512, ~2% slower at 2048;
+  // C2R, whose rows of n/2 + 1 complex take 8-byte copies, ~3% faster at n = 128 and 3-9% slower
+  // at 256..2048 (session 43, 32 values a thread from 1024). With 16 values at n = 1024 (session
+  // 47) C2R staged is 3-4% faster and R2C 2% slower. The others (and n = 4096, rows over several
+  // warps) prefetch into registers (docs/benchmarks.md).
   static constexpr bool async_input =
       persistent && threads_per_row <= 32 &&
-      threads_per_row <= (inverse_ ? GPUCONV_REAL_1D_ASYNC_C2R : GPUCONV_REAL_1D_ASYNC);
+      ((inverse_ ? GPUCONV_REAL_1D_ASYNC_C2R_SIZES : GPUCONV_REAL_1D_ASYNC_SIZES) & n) != 0;
   // register cap through __launch_bounds__: without it the compiler hoists the next group's
   // loads and the twiddle loads far ahead and uses ~180 registers (one block per SM)
   static constexpr int min_blocks_per_sm =
