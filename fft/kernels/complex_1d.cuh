@@ -6,18 +6,6 @@
 #pragma once
 #include "../block/stockham.cuh"
 
-// Tuning switches as the real transforms' (real_1d_policy.hpp), off by default here: not yet
-// timed on the 2D and 3D plans that run these kernels (docs/notes-fft1d.md, session 45)
-#ifndef GPUCONV_COMPLEX_1D_PASS_TABLES  // rows of at least this many threads read per-pass twiddle tables (0: none)
-#define GPUCONV_COMPLEX_1D_PASS_TABLES 0
-#endif
-#ifndef GPUCONV_COMPLEX_1D_WIDE_PAD  // 1: rows of 32 values a thread pad shared memory by one slot per 32
-#define GPUCONV_COMPLEX_1D_WIDE_PAD 0
-#endif
-#ifndef GPUCONV_COMPLEX_1D_ROW_BARRIER  // 1: rows over several warps sync on a named barrier of their own
-#define GPUCONV_COMPLEX_1D_ROW_BARRIER 0
-#endif
-
 namespace gpuconv::fft {
 
 template <int n_>
@@ -31,13 +19,11 @@ struct complex_1d_policy {
   static constexpr int block_threads = threads_per_row == 1 ? 128 : (4096 / items_per_thread > threads_per_row ? 4096 / items_per_thread : threads_per_row);
   static constexpr int rows_per_block = block_threads / threads_per_row;
   static constexpr int shared_memory_bytes = threads_per_row == 1 ? 16 : rows_per_block * (n + n / 16) * 8;
-  static constexpr bool pass_tables =
-      GPUCONV_COMPLEX_1D_PASS_TABLES > 0 && threads_per_row >= GPUCONV_COMPLEX_1D_PASS_TABLES;
-  static constexpr int pad_shift = (GPUCONV_COMPLEX_1D_WIDE_PAD && items_per_thread >= 32) ? 5 : 4;
-  static constexpr bool row_barrier = GPUCONV_COMPLEX_1D_ROW_BARRIER && threads_per_row > 32 && rows_per_block <= 15;
-  // the row's Stockham passes, forward or inverse (the plan's table: passes_t<false>::append_pass_tables)
+  // the row's Stockham passes, forward or inverse. The real transforms' per-pass twiddle tables,
+  // wide padding and per-row barriers were tried here too and ran even on the 2D plan's columns
+  // and the 3D FFT's rows (H200, sessions 46-47, docs/benchmarks.md), so these keep the plain ones.
   template <bool inverse>
-  using passes_t = block_fft_t<n, threads_per_row, inverse, twiddle_load_ro, false, row_barrier, pad_shift, pass_tables>;
+  using passes_t = block_fft_t<n, threads_per_row, inverse>;
 };
 
 // No pointwise step: a plain forward or inverse transform.

@@ -117,26 +117,21 @@ struct block_rows_t {
     return staging + local_row * policy::stage_stride;
   }
 
-  // async_input with policy::stage_depth buffers of one group each, taken in turn (`slot`):
-  // the block's first stage_depth groups into them
+  // async_input: the block's first group into the staging buffer
   template <int L>
   __device__ GPUCONV_INLINE void stage_ahead(complex_t<float>* staging, const complex_t<float>* z, long long batch) const {
-    static_for<policy::stage_depth>([&](auto d) {
-      stage<L>(staging + d.value * policy::stage_group_elems, z, blockIdx.x + d.value * (long long)gridDim.x, batch);
-    });
+    stage<L>(staging, z, blockIdx.x, batch);
   }
-  // waits for `group` (staged stage_depth groups ago into buffer `slot`), hands this thread's
-  // staged row to read(row), then stages the group stage_depth ahead into that buffer
+  // waits for `group` (staged one iteration ago), hands this thread's staged row to read(row),
+  // then stages the block's next group into the buffer. (A second buffer, so that the group
+  // after next loads during this one's transform, lost on the H200: docs/benchmarks.md, session 47.)
   template <int L, typename Read>
-  __device__ GPUCONV_INLINE void take_staged(complex_t<float>* staging, int& slot, const complex_t<float>* z,
-                                             long long group, long long batch, Read&& read) const {
-    constexpr int D = policy::stage_depth;
-    warp_stage_wait<D - 1>();
-    complex_t<float>* buffer = staging + slot * policy::stage_group_elems;
-    read(staged_row(buffer));
-    __syncwarp();  // the warp has read its rows: the buffer takes the group D ahead
-    stage<L>(buffer, z, group + D * (long long)gridDim.x, batch);
-    slot = slot + 1 == D ? 0 : slot + 1;
+  __device__ GPUCONV_INLINE void take_staged(complex_t<float>* staging, const complex_t<float>* z, long long group,
+                                             long long batch, Read&& read) const {
+    warp_stage_wait();
+    read(staged_row(staging));
+    __syncwarp();  // the warp has read its rows: the buffer takes the next group
+    stage<L>(staging, z, group + gridDim.x, batch);
   }
 };
 
@@ -159,11 +154,10 @@ __device__ GPUCONV_INLINE void r2c_rows_in_block(const float* in, complex_t<floa
   auto* staging = reinterpret_cast<complex_t<float>*>(shared + rows_t::policy::exchange_bytes);
   typename rows_t::items_t next, v;
   if constexpr (rows_t::policy::prefetch) load(next, blockIdx.x);
-  [[maybe_unused]] int slot = 0;  // async_input: the staging buffer of this iteration's group
   if constexpr (rows_t::policy::async_input) rows.template stage_ahead<N>(staging, z, batch);
   for (long long group = blockIdx.x; group < rows.groups; group += gridDim.x) {
     if constexpr (rows_t::policy::async_input) {
-      rows.template take_staged<N>(staging, slot, z, group, batch, [&](const complex_t<float>* mine) {
+      rows.template take_staged<N>(staging, z, group, batch, [&](const complex_t<float>* mine) {
         const bool ok = rows.row_of(group) < batch;
         static_for<P>([&](auto m) { v[m.value] = ok ? mine[t + T * m.value] : complex_t<float>{0.f, 0.f}; });
       });
@@ -219,11 +213,10 @@ __device__ GPUCONV_INLINE void c2r_rows_in_block(const complex_t<float>* in, flo
   typename rows_t::items_t next, v;
   complex_t<float> next_last, x_last;
   if constexpr (rows_t::policy::prefetch) load(next, next_last, blockIdx.x);
-  [[maybe_unused]] int slot = 0;  // async_input: the staging buffer of this iteration's group
   if constexpr (rows_t::policy::async_input) rows.template stage_ahead<N + 1>(staging, in, batch);
   for (long long group = blockIdx.x; group < rows.groups; group += gridDim.x) {
     if constexpr (rows_t::policy::async_input) {
-      rows.template take_staged<N + 1>(staging, slot, in, group, batch, [&](const complex_t<float>* mine) {
+      rows.template take_staged<N + 1>(staging, in, group, batch, [&](const complex_t<float>* mine) {
         const bool ok = rows.row_of(group) < batch;
         static_for<P>([&](auto m) { v[m.value] = ok ? mine[t + T * m.value] : complex_t<float>{0.f, 0.f}; });
         x_last = (ok && t == 0) ? mine[N] : complex_t<float>{0.f, 0.f};

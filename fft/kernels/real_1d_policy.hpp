@@ -60,9 +60,6 @@
 #ifndef GPUCONV_REAL_1D_ASYNC_C2R_SIZES
 #define GPUCONV_REAL_1D_ASYNC_C2R_SIZES (128 + 1024)
 #endif
-#ifndef GPUCONV_REAL_1D_ASYNC_DEPTH  // groups the async kernels stage ahead (2: two staging buffers)
-#define GPUCONV_REAL_1D_ASYNC_DEPTH 1
-#endif
 #ifndef GPUCONV_REAL_1D_ASYNC_BLOCKS  // blocks a multiprocessor the async kernels' registers allow
 #define GPUCONV_REAL_1D_ASYNC_BLOCKS 2
 #endif
@@ -134,12 +131,8 @@ struct real_1d_policy {
   // mod 16: the rows a half-warp reads at once start on distinct bank pairs; >= half + 1, the
   // C2R rows' length), after the exchange buffers
   static constexpr int stage_stride = half + threads_per_row;
-  // async_input: groups staged ahead, one buffer each (2 lets the loads of the group after next
-  // start before this group's transform; 1 is what was measured, docs/notes-fft1d.md)
-  static constexpr int stage_depth = async_input ? GPUCONV_REAL_1D_ASYNC_DEPTH : 0;
-  static_assert(!async_input || (stage_depth >= 1 && stage_depth <= 3), "real_1d_policy: 1..3 staging buffers");
-  static constexpr int stage_group_elems = rows_per_block * stage_stride;  // complex a staging buffer
-  static constexpr int stage_bytes = stage_depth * stage_group_elems * 8;
+  // async_input: one group's staging buffer
+  static constexpr int stage_bytes = async_input ? rows_per_block * stage_stride * 8 : 0;
   // dynamic shared memory a block takes (over 48 KB with async_input)
   static constexpr int shared_memory_bytes = exchange_bytes + stage_bytes;
   // rows over several warps: a named barrier per row (rows_per_block <= 15)

@@ -30,11 +30,10 @@ complex_1d_plan::complex_1d_plan(int n, long long rows) : n_(n), rows_(rows) {
   if (!is_pow2(n) || n < min_length || n > max_length)
     throw std::invalid_argument("complex_1d_plan: length " + std::to_string(n) + " is not a power of two in [2, 4096]");
   if (rows < 1) throw std::invalid_argument("complex_1d_plan: rows " + std::to_string(rows) + " is < 1");
-  auto host = twiddle_table<float>(2 * n);  // W_{2n}^e, then the passes' own tables where the policy asks
+  const auto host = twiddle_table<float>(2 * n);  // W_{2n}^e
   const int sms = current_device_sms();
   dispatch_pow2<2>(n, [&](auto len) {
     using policy = complex_1d_policy<decltype(len)::value>;
-    policy::template passes_t<false>::append_pass_tables(host);
     int per_sm = 0;
     GPUCONV_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
         &per_sm, c2c_1d_kernel<decltype(len)::value, false, multiply_by_spectrum>, policy::block_threads, 0));

@@ -166,17 +166,9 @@ __device__ GPUCONV_INLINE void warp_stage_rows_async(complex_t<float>* warp_shar
 }
 
 // Waits for this lane's staged copies, then for the warp's: every lane may read the rows.
-// pending: how many of the lane's latest stagings (one commit group each) may still be in flight
-// (0: all have landed; 1: all but the last, when two groups are staged ahead).
-template <int pending = 0>
 __device__ GPUCONV_INLINE void warp_stage_wait() {
-  static_assert(pending >= 0 && pending <= 7, "warp_stage_wait: pending is a small count of commit groups");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (pending == 0) {
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
-  } else {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
-  }
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
 #endif
   __syncwarp();
 }
