@@ -117,19 +117,15 @@ struct block_rows_t {
     return staging + local_row * policy::stage_stride;
   }
 
-  // async_input: the block's first group into the staging buffer
-  template <int L>
-  __device__ GPUCONV_INLINE void stage_ahead(complex_t<float>* staging, const complex_t<float>* z, long long batch) const {
-    stage<L>(staging, z, blockIdx.x, batch);
-  }
-  // waits for `group` (staged one iteration ago), hands this thread's staged row to read(row),
-  // then stages the block's next group into the buffer. (A second buffer, so that the group
-  // after next loads during this one's transform, lost on the H200: docs/benchmarks.md, session 47.)
+  // async_input: waits for `group` (staged one iteration ago), hands this thread's staged row
+  // to read(row, in_batch), then stages the block's next group into the buffer. (A second
+  // buffer, so that the group after next loads during this one's transform, lost on the H200:
+  // docs/benchmarks.md, session 47.)
   template <int L, typename Read>
   __device__ GPUCONV_INLINE void take_staged(complex_t<float>* staging, const complex_t<float>* z, long long group,
                                              long long batch, Read&& read) const {
     warp_stage_wait();
-    read(staged_row(staging));
+    read(staged_row(staging), row_of(group) < batch);
     __syncwarp();  // the warp has read its rows: the buffer takes the next group
     stage<L>(staging, z, group + gridDim.x, batch);
   }
@@ -154,11 +150,10 @@ __device__ GPUCONV_INLINE void r2c_rows_in_block(const float* in, complex_t<floa
   auto* staging = reinterpret_cast<complex_t<float>*>(shared + rows_t::policy::exchange_bytes);
   typename rows_t::items_t next, v;
   if constexpr (rows_t::policy::prefetch) load(next, blockIdx.x);
-  if constexpr (rows_t::policy::async_input) rows.template stage_ahead<N>(staging, z, batch);
+  if constexpr (rows_t::policy::async_input) rows.template stage<N>(staging, z, blockIdx.x, batch);
   for (long long group = blockIdx.x; group < rows.groups; group += gridDim.x) {
     if constexpr (rows_t::policy::async_input) {
-      rows.template take_staged<N>(staging, z, group, batch, [&](const complex_t<float>* mine) {
-        const bool ok = rows.row_of(group) < batch;
+      rows.template take_staged<N>(staging, z, group, batch, [&](const complex_t<float>* mine, bool ok) {
         static_for<P>([&](auto m) { v[m.value] = ok ? mine[t + T * m.value] : complex_t<float>{0.f, 0.f}; });
       });
     } else if constexpr (rows_t::policy::prefetch) {
@@ -213,11 +208,10 @@ __device__ GPUCONV_INLINE void c2r_rows_in_block(const complex_t<float>* in, flo
   typename rows_t::items_t next, v;
   complex_t<float> next_last, x_last;
   if constexpr (rows_t::policy::prefetch) load(next, next_last, blockIdx.x);
-  if constexpr (rows_t::policy::async_input) rows.template stage_ahead<N + 1>(staging, in, batch);
+  if constexpr (rows_t::policy::async_input) rows.template stage<N + 1>(staging, in, blockIdx.x, batch);
   for (long long group = blockIdx.x; group < rows.groups; group += gridDim.x) {
     if constexpr (rows_t::policy::async_input) {
-      rows.template take_staged<N + 1>(staging, in, group, batch, [&](const complex_t<float>* mine) {
-        const bool ok = rows.row_of(group) < batch;
+      rows.template take_staged<N + 1>(staging, in, group, batch, [&](const complex_t<float>* mine, bool ok) {
         static_for<P>([&](auto m) { v[m.value] = ok ? mine[t + T * m.value] : complex_t<float>{0.f, 0.f}; });
         x_last = (ok && t == 0) ? mine[N] : complex_t<float>{0.f, 0.f};
       });
