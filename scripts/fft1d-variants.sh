@@ -4,7 +4,7 @@
 # 1D plan once per variant, its bench and timing once), all variants at once: about a minute on a
 # 16-core host, where `gpu-check.sh --variant` builds the whole bench per variant.
 #
-#   scripts/fft1d-variants.sh [--sizes 1024,4096] [--rounds 3] [--reps 30] [--profile]
+#   scripts/fft1d-variants.sh [--sizes 1024,4096] [--rounds 3] [--reps 30] [--profile] [--profile-cufft]
 #                             NAME='-DFLAG=V ...' ...
 #
 # The default build runs as `default` in every round beside the named variants. Knobs:
@@ -13,9 +13,11 @@
 # rounds one after another), the compiler's register reports in ptxas.txt, and with --profile
 # an Nsight Compute report per variant of its first R2C and C2R launch at each size (ncu-NAME.txt,
 # the limiters' lines also on stdout) go to $OUT or ./fft1d-variants-logs; the table to stdout.
+# --profile-cufft: the same sections over every kernel of the default binary's first launches at
+# each size (ours, cuFFT's and the check's; ncu-cufft.txt), to compare with cuFFT's kernels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-sizes=1024,2048,4096 rounds=3 reps=30 profile=0
+sizes=1024,2048,4096 rounds=3 reps=30 profile=0 profile_cufft=0
 declare -a names=(default) flags=("")
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -23,6 +25,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift ;;
     --reps) reps=$2; shift ;;
     --profile) profile=1 ;;
+    --profile-cufft) profile_cufft=1 ;;
     -h|--help) sed -n 2,15p "$0"; exit 0 ;;
     *=*) names+=("${1%%=*}"); flags+=("${1#*=}") ;;
     *) echo "fft1d-variants.sh: unknown argument '$1' (NAME='-DFLAG=V' expected)" >&2; exit 2 ;;
@@ -81,8 +84,26 @@ for r in $(seq 1 "$rounds"); do
       printf "%-10s %5s %6d  %9s %9s %7s  %9s %9s %7s\n", name, round, $1, a[1], a[4], a[5], b[1], b[4], b[5] }' "$log"
   done
 done
+ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1 || true)
+sections=(--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats
+  --section SchedulerStats --section MemoryWorkloadAnalysis)
+summary='_1d_kernel|fft|Duration|DRAM Throughput|Compute \(SM\) Throughput|L1/TEX Cache Throughput|Registers Per|Block Size|Grid Size|Shared Memory Config|Achieved Occupancy|Theoretical Occupancy|Warp Cycles Per Issued|No Eligible|stalled|inst_executed|mem_shared'
+if [ "$profile_cufft" = 1 ]; then
+  if [ -z "$ncu" ]; then
+    echo "fft1d-variants.sh: --profile-cufft: no ncu found"; rc=1
+  else
+    : > "$out/ncu-cufft.txt"
+    for size in "${size_list[@]}"; do
+      # every launch of the accuracy checks: fill, ours, cuFFT's R2C, the error, ours, cuFFT's C2R
+      "$ncu" --clock-control none --launch-count 12 "${sections[@]}" \
+        --metrics 'smsp__inst_executed.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum' \
+        "$work/bench-default" 1 "$size" >> "$out/ncu-cufft.txt" 2>&1 || { echo "ncu (cufft) failed (see $out/ncu-cufft.txt)"; rc=1; }
+    done
+    echo "== every kernel (ncu)"
+    { grep -E "$summary" "$out/ncu-cufft.txt" | grep -v ' 0$' | cut -c1-150 | head -200; } || true
+  fi
+fi
 if [ "$profile" = 1 ]; then
-  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1 || true)
   if [ -z "$ncu" ]; then
     echo "fft1d-variants.sh: --profile: no ncu found"; rc=1
   else
@@ -90,15 +111,12 @@ if [ "$profile" = 1 ]; then
       : > "$out/ncu-$n.txt"
       for size in "${size_list[@]}"; do
         # a size's first two launches of the 1D kernels are its accuracy checks: one R2C, one C2R
-        "$ncu" --clock-control none -k regex:'(r2c|c2r)_1d_kernel' --launch-count 2 \
-          --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
-          --section SchedulerStats --section MemoryWorkloadAnalysis \
+        "$ncu" --clock-control none -k regex:'(r2c|c2r)_1d_kernel' --launch-count 2 "${sections[@]}" \
           --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__inst_executed.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum' \
           "$work/bench-$n" 1 "$size" >> "$out/ncu-$n.txt" 2>&1 || { echo "$n: ncu failed (see $out/ncu-$n.txt)"; rc=1; }
       done
       echo "== $n (ncu)"
-      grep -E '_1d_kernel|Duration|DRAM Throughput|Compute \(SM\) Throughput|L1/TEX Cache Throughput|Registers Per|Achieved Occupancy|Theoretical Occupancy|Warp Cycles Per Issued|No Eligible|stalled|inst_executed|mem_shared' \
-        "$out/ncu-$n.txt" | grep -v ' 0$' | cut -c1-150 | head -120
+      { grep -E "$summary" "$out/ncu-$n.txt" | grep -v ' 0$' | cut -c1-150 | head -120; } || true
     done
   fi
 fi

@@ -26,6 +26,15 @@
 #ifndef GPUCONV_REAL_1D_4096_MIN_BLOCKS
 #define GPUCONV_REAL_1D_4096_MIN_BLOCKS 3
 #endif
+// R2C at n = 4096 without the register prefetch, at 5 blocks an SM (96 registers): 0.85-0.86x
+// cuFFT against 0.84x with it at 3 (H200, session 48). Five blocks of one row take barrier 0
+// (row_barrier below). C2R keeps the prefetch at 3 blocks: without it at 5, 0.79-0.81x.
+#ifndef GPUCONV_REAL_1D_4096_R2C_MIN_BLOCKS
+#define GPUCONV_REAL_1D_4096_R2C_MIN_BLOCKS 5
+#endif
+#ifndef GPUCONV_REAL_1D_4096_R2C_PREFETCH
+#define GPUCONV_REAL_1D_4096_R2C_PREFETCH 0
+#endif
 // The one-lane-a-row kernels (n <= 64) have no loads in flight while a warp transforms, so the
 // bytes in flight an SM come from the number of warps: at n = 64 (113 / 95 registers, 14-17 warps
 // an SM) DRAM ran at 78-80% of its peak against 86% at n = 32 (24-34 warps; Nsight Compute, H200,
@@ -115,11 +124,12 @@ struct real_1d_policy {
   static constexpr int min_blocks_per_sm =
       !persistent   ? GPUCONV_REAL_1D_LANE_MIN_BLOCKS
       : async_input ? GPUCONV_REAL_1D_ASYNC_BLOCKS
-      : n == 4096   ? GPUCONV_REAL_1D_4096_MIN_BLOCKS
+      : n == 4096   ? (inverse_ ? GPUCONV_REAL_1D_4096_MIN_BLOCKS : GPUCONV_REAL_1D_4096_R2C_MIN_BLOCKS)
                     : GPUCONV_REAL_1D_MIN_BLOCKS;
   static_assert(block_threads % threads_per_row == 0, "real_1d_policy: a block holds whole rows");
   // persistent blocks load the next group into registers while transforming this one
-  static constexpr bool prefetch = persistent && !async_input && GPUCONV_REAL_1D_PREFETCH;
+  static constexpr bool prefetch = persistent && !async_input && GPUCONV_REAL_1D_PREFETCH &&
+                                   (n != 4096 || inverse_ || GPUCONV_REAL_1D_4096_R2C_PREFETCH);
   // R2C rows spread over 2..16 lanes store through the warp's shared buffer: their output
   // rows (n/2+1 complex) start at odd 8-byte offsets, so short per-row segments would
   // write partial sectors
@@ -135,8 +145,11 @@ struct real_1d_policy {
   static constexpr int stage_bytes = async_input ? rows_per_block * stage_stride * 8 : 0;
   // dynamic shared memory a block takes (over 48 KB with async_input)
   static constexpr int shared_memory_bytes = exchange_bytes + stage_bytes;
-  // rows over several warps: a named barrier per row (rows_per_block <= 15)
-  static constexpr bool row_barrier = GPUCONV_REAL_1D_ROW_BARRIER && threads_per_row > 32 && rows_per_block <= 15;
+  // rows over several warps: a named barrier per row (1 < rows_per_block <= 15). A block of one
+  // row syncs on barrier 0: a barrier id the compiler cannot bound reserves all 16 of them, and
+  // an SM then holds 4 such blocks (ncu's "Block Limit Barriers", H200, session 48)
+  static constexpr bool row_barrier =
+      GPUCONV_REAL_1D_ROW_BARRIER && threads_per_row > 32 && rows_per_block > 1 && rows_per_block <= 15;
   // the Stockham passes' shared padding: one slot per 16 values, per 32 at 32 values a thread
   // (the first pass's stores t*P + r then fall on distinct banks)
   static constexpr int pad_shift = (GPUCONV_REAL_1D_WIDE_PAD && items_per_thread >= 32) ? 5 : 4;
