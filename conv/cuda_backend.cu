@@ -28,6 +28,8 @@
 // cudaHostRegister) are copied to and from directly. Units also keep the device staging
 // within the memory cap when the image does not fit it.
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -357,11 +359,14 @@ class cuda_backend final : public plan::impl {
   };
 
   static constexpr std::size_t min_unit_bytes = std::size_t(512) << 10;
-  // GPUCONV_HOST_UNIT_MB (measurements; default 16)
+  // The staging copies of a unit are one parallel_copy job, and a job costs ~0.2 ms beyond its
+  // bytes (waking the pool's parked workers): on the H200 host, 3x3000x4000 fp32 from pageable
+  // buffers took 60-68% of the PCIe floor with 16 (18 units) and 69-79% with 32 (9 units;
+  // GPUCONV_HOST_STATS, docs/benchmarks.md, session 48). GPUCONV_HOST_UNIT_MB (measurements).
   static std::size_t max_unit_bytes() {
     static const std::size_t b = [] {
       const char* e = std::getenv("GPUCONV_HOST_UNIT_MB");
-      return std::size_t(e && std::atoi(e) > 0 ? std::atoi(e) : 16) << 20;
+      return std::size_t(e && std::atoi(e) > 0 ? std::atoi(e) : 32) << 20;
     }();
     return b;
   }
@@ -492,9 +497,16 @@ class cuda_backend final : public plan::impl {
     auto unit_out_bytes = [&](const unit& w) {
       return L.whole ? std::size_t(w.planes) * plane_out : std::size_t(kc * w.rows * ow) * bytes;
     };
+    using sclock = std::chrono::steady_clock;
+    double t_wait = 0, t_copy = 0, t_bytes = 0;  // GPUCONV_HOST_STATS
+    long long n_segs = 0;
+    const auto t_start = sclock::now();
+    auto since = [](sclock::time_point a) { return std::chrono::duration<double, std::milli>(sclock::now() - a).count(); };
     auto drain_segments = [&](long long u) {  // unit u's output, once downloaded into its slot
       const int s = int(u % L.slots);
+      const auto a = sclock::now();
       GPUCONV_CUDA(cudaEventSynchronize(downloaded_[s]));
+      t_wait += since(a);
       output_segments(unit_at(u), h_out(s));
     };
 
@@ -511,7 +523,11 @@ class cuda_backend final : public plan::impl {
           GPUCONV_CUDA(cudaMemcpyAsync(g.dst, g.src, g.bytes, cudaMemcpyHostToDevice, upload_));
       } else {
         input_segments(w, h_in(s));
+        const auto a = sclock::now();
+        for (const copy_segment& g : segs) t_bytes += double(g.bytes);
+        n_segs += (long long)segs.size();
         parallel_copy(copiers, segs);  // the previous unit's output and this unit's input in one job
+        t_copy += since(a);
         GPUCONV_CUDA(cudaMemcpyAsync(d_in(s), h_in(s), unit_in_bytes(w), cudaMemcpyHostToDevice, upload_));
       }
       GPUCONV_CUDA(cudaEventRecord(uploaded_[s], upload_));
@@ -539,8 +555,18 @@ class cuda_backend final : public plan::impl {
     for (long long u = std::max(0LL, L.units - L.slots); u < L.units; ++u) {
       segs.clear();
       drain_segments(u);
+      const auto a = sclock::now();
+      for (const copy_segment& g : segs) t_bytes += double(g.bytes);
+      n_segs += (long long)segs.size();
       parallel_copy(copiers, segs);
+      t_copy += since(a);
     }
+    // GPUCONV_HOST_STATS=1 (measurements): where the call's host time went, one line a call
+    static const bool stats = std::getenv("GPUCONV_HOST_STATS") != nullptr;
+    if (stats)
+      std::fprintf(stderr, "host-stats units %lld slots %d in %zu out %zu copiers %d: total %.2f wait %.2f copy %.2f ms, %.1f MB in %lld segments (%.1f GB/s)\n",
+                   L.units, L.slots, L.in_bytes, L.out_bytes, copiers, since(t_start), t_wait, t_copy,
+                   t_bytes / 1e6, n_segs, t_bytes / (t_copy * 1e6));
   }
 
   unsigned grid_for(long long work) const { return (unsigned)std::min<long long>((work + 255) / 256, max_grid_); }
