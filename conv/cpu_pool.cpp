@@ -13,13 +13,28 @@
 // each call first narrows every worker it wants to one CPU of its own (the caller's allowed
 // CPUs after the caller's, in turn), where the kernel must wake it, and each worker widens its
 // affinity back to the caller's allowed CPUs as it starts (or skips) the call.
+// GPUCONV_POOL_SPIN_US (measurements; default 0, off): a worker that has finished a call polls
+// for the next one that many microseconds before it parks, and the caller polls for its
+// workers' end as long before it sleeps, so that calls in quick succession (the staging copies
+// of plan::execute on host buffers, one per unit: ~0.2 ms a call beyond its bytes on the
+// 16-vCPU hosts, docs/benchmarks.md, session 48) find the workers awake: no wake-up, no affinity
+// change. The caller bumps the generation last, just before it lets go of the mutex, and a
+// polling worker takes the mutex by try_lock, so neither sleeps on the other. On the 2-core
+// machine the probe's back-to-back calls started their second thread 0.5-1.2 us in against
+// 21-24 us; not yet measured on the 16-vCPU hosts.
 #include "cpu_pool.hpp"
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
+#include <deque>
 #include <mutex>
 #include <thread>
 #include <vector>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #ifdef __linux__
 #include <sched.h>
@@ -51,6 +66,33 @@ struct placement {
 bool set_affinity(pid_t tid, const cpu_set_t& set) { return sched_setaffinity(tid, sizeof set, &set) == 0; }
 #endif
 
+std::chrono::microseconds spin_time() {
+  static const std::chrono::microseconds t = [] {
+    const char* e = std::getenv("GPUCONV_POOL_SPIN_US");
+    return std::chrono::microseconds(e && std::atoi(e) > 0 ? std::atoi(e) : 0);
+  }();
+  return t;
+}
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// polls done() for up to spin_time(); true once it held
+template <typename F>
+bool spin_until(F&& done) {
+  const auto until = std::chrono::steady_clock::now() + spin_time();
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() >= until) return false;
+    cpu_relax();
+  }
+}
+
 class pool {
  public:
   // true if the pool ran the call; false if another call holds it
@@ -63,31 +105,37 @@ class pool {
       while ((int)workers_.size() < helpers) {
         const int w = (int)workers_.size();
         workers_.emplace_back();
-        std::thread([this, w, start = generation_] { work(w, start); }).detach();
+        std::thread([this, w, start = generation_.load(std::memory_order_relaxed)] { work(w, start); }).detach();
       }
       body_ = body;
       context_ = context;
       wanted_ = helpers;
       open_ = true;
-      ++generation_;
 #ifdef __linux__
-      // workers that have parked once (their thread id known) wake on a CPU of their own
+      // workers that have parked once (their thread id known) wake on a CPU of their own; a
+      // spinning one is awake already
       if (placement_.make(helpers))
         for (int w = 0; w < helpers; ++w) {
           worker& k = workers_[w];
-          if (k.tid <= 0) continue;
+          if (k.tid <= 0 || k.spinning) continue;
           cpu_set_t one;
           CPU_ZERO(&one);
           CPU_SET(placement_.cpus[w % placement_.cpus.size()], &one);
           k.narrowed = set_affinity(k.tid, one) || k.narrowed;
         }
 #endif
+      generation_.fetch_add(1, std::memory_order_release);  // last: spinning workers start on it
     }
     wake_.notify_all();
     body(context);
     std::unique_lock<std::mutex> lock(m_);
     open_ = false;  // workers not yet awake skip this call: its units are all taken
-    done_.wait(lock, [&] { return running_ == 0; });
+    if (spin_time().count() > 0 && running_.load(std::memory_order_relaxed) != 0) {
+      lock.unlock();  // the workers' last units end soon: poll instead of sleeping on done_
+      spin_until([&] { return running_.load(std::memory_order_acquire) == 0; });
+      lock.lock();
+    }
+    done_.wait(lock, [&] { return running_.load(std::memory_order_relaxed) == 0; });
     return true;
   }
 
@@ -97,6 +145,7 @@ class pool {
     pid_t tid = 0;
 #endif
     bool narrowed = false;  // its affinity is one CPU, until it wakes
+    bool spinning = false;  // polling for the next call (GPUCONV_POOL_SPIN_US), under m_
   };
 
   // start: the generation before the call that created this worker (it runs that call too)
@@ -105,9 +154,18 @@ class pool {
 #ifdef __linux__
     workers_[w].tid = (pid_t)syscall(SYS_gettid);
 #endif
+    const auto spin = spin_time();
     for (;;) {
-      wake_.wait(lock, [&] { return generation_ != seen; });
-      seen = generation_;
+      if (spin.count() > 0 && generation_.load(std::memory_order_relaxed) == seen) {
+        workers_[w].spinning = true;
+        lock.unlock();
+        const bool called = spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
+        // the caller bumps the generation just before it lets go of m_: take it without sleeping
+        if (!called || !spin_until([&] { return lock.try_lock(); })) lock.lock();
+        workers_[w].spinning = false;
+      }
+      wake_.wait(lock, [&] { return generation_.load(std::memory_order_relaxed) != seen; });
+      seen = generation_.load(std::memory_order_relaxed);
       const bool run = w < wanted_ && open_;
       if (run) ++running_;
       auto* body = body_;
@@ -130,12 +188,13 @@ class pool {
   std::mutex busy_;  // held by the call using the pool
   std::mutex m_;
   std::condition_variable wake_, done_;
-  std::vector<worker> workers_;  // each one's state (the threads are detached)
+  std::deque<worker> workers_;  // each one's state (the threads are detached; a deque: never moved)
   void (*body_)(void*) = nullptr;
   void* context_ = nullptr;
-  int wanted_ = 0, running_ = 0;  // running_: workers inside this call's body
+  int wanted_ = 0;
+  std::atomic<int> running_{0};  // workers inside this call's body (changed under m_)
   bool open_ = false;              // the call has not finished its own share yet
-  std::uint64_t generation_ = 0;
+  std::atomic<std::uint64_t> generation_{0};  // changed under m_; spinning workers poll it
 #ifdef __linux__
   placement placement_;  // this call's, under m_
 #endif

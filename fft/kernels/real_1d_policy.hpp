@@ -19,11 +19,12 @@
 // 46, with the per-pass twiddle tables: 16 values a thread (radix 16, 16, 8), one row a block and
 // three blocks an SM (166 / 168 registers) 0.85x / 0.85-0.88x cuFFT against 32 values' 0.78 /
 // 0.77-0.80x (255 registers, two rows a block); four blocks (128 registers) spilled in C2R and
-// lost there (0.79-0.82x); before the tables 16 values had lost by 24-32%.
+// lost there (0.79-0.82x); before the tables 16 values had lost by 24-32%. (Those four blocks
+// were also all that one-row blocks on a named barrier could get: see row_barrier.)
 #ifndef GPUCONV_REAL_1D_4096_ITEMS
 #define GPUCONV_REAL_1D_4096_ITEMS 16
 #endif
-#ifndef GPUCONV_REAL_1D_4096_MIN_BLOCKS
+#ifndef GPUCONV_REAL_1D_4096_MIN_BLOCKS  // C2R's (R2C's below)
 #define GPUCONV_REAL_1D_4096_MIN_BLOCKS 3
 #endif
 // R2C at n = 4096 without the register prefetch, at 5 blocks an SM (96 registers): 0.85-0.86x
