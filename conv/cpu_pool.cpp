@@ -21,7 +21,7 @@
 // change. The caller bumps the generation last, just before it lets go of the mutex, and a
 // polling worker takes the mutex by try_lock, so neither sleeps on the other. On the 2-core
 // machine the probe's back-to-back calls started their second thread 0.5-1.2 us in against
-// 21-24 us; not yet measured on the 16-vCPU hosts.
+// 19-24 us; not yet measured on the 16-vCPU hosts.
 #include "cpu_pool.hpp"
 
 #include <chrono>

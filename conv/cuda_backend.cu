@@ -361,7 +361,7 @@ class cuda_backend final : public plan::impl {
   static constexpr std::size_t min_unit_bytes = std::size_t(512) << 10;
   // The staging copies of a unit are one parallel_copy job, and a job costs ~0.2 ms beyond its
   // bytes (waking the pool's parked workers): on the H200 host, 3x3000x4000 fp32 from pageable
-  // buffers took 60-68% of the PCIe floor with 16 (18 units) and 69-79% with 32 (9 units;
+  // buffers took 49-68% of the PCIe floor with 16 (18 units) and 69-79% with 32 (9 units;
   // GPUCONV_HOST_STATS, docs/benchmarks.md, session 48). GPUCONV_HOST_UNIT_MB (measurements).
   static std::size_t max_unit_bytes() {
     static const std::size_t b = [] {
