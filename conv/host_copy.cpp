@@ -32,6 +32,18 @@ bool plain_copies() {
   return plain;
 }
 
+// GPUCONV_COPY_SPLIT=k (measurements; default 1): a job's bytes in k parts a thread, handed out
+// in turn, so that threads that wake late find parts left and the early ones take more (a job
+// of one part a thread waits for its slowest wake-up; docs/benchmarks.md, session 48)
+int parts_per_thread() {
+  static const int k = [] {
+    const char* e = std::getenv("GPUCONV_COPY_SPLIT");
+    const int v = e ? std::atoi(e) : 1;
+    return v >= 1 && v <= 64 ? v : 1;
+  }();
+  return k;
+}
+
 void stream_copy(char* dst, const char* src, std::size_t n) {
 #if defined(__SSE2__)
   if (n >= 4096 && !plain_copies()) {
@@ -90,16 +102,17 @@ void copy_part(const std::vector<copy_segment>& segments, std::size_t total, int
 void parallel_copy(int threads, const std::vector<copy_segment>& segments) {
   std::size_t total = 0;
   for (const copy_segment& s : segments) total += s.bytes;
-  const int parts = (int)std::min<std::size_t>(std::max(threads, 1), std::max<std::size_t>(1, total / min_bytes_per_thread));
-  if (parts <= 1) {
+  const int workers = (int)std::min<std::size_t>(std::max(threads, 1), std::max<std::size_t>(1, total / min_bytes_per_thread));
+  if (workers <= 1) {
     for (const copy_segment& s : segments) std::memcpy(s.dst, s.src, s.bytes);
     return;
   }
+  const int parts = workers * parts_per_thread();
   std::atomic<int> next{0};
   auto body = [&] {
     for (int i = next++; i < parts; i = next++) copy_part(segments, total, i, parts);
   };
-  run_on_threads(parts, body);
+  run_on_threads(workers, body);
 }
 
 }  // namespace gpuconv::conv
