@@ -20,15 +20,15 @@
 namespace gpuconv::fft {
 
 // rows_across_warps: the T threads of a row are not lanes of one warp (a kernel that puts
-// one row per lane, for coalesced loads); the passes then synchronise the whole block.
-// row_barrier: rows of T > 32 threads (whole warps, at most 15 rows a block) synchronise on
-// their own named barrier (1 + row) instead of the whole block's.
+// one row per lane, for coalesced loads); the passes then synchronise the whole block, as do
+// rows of T > 32 threads (the real transforms' blocks hold one such row: a named barrier per
+// row, tried, reserves all 16 barriers when its id is computed, and an SM holds 4 such blocks).
 // pad_shift: shared indices are padded by one slot per 2^pad_shift values.
 // pass_tables: the twiddle table holds, after its 2N values W_{2N}^e, each later pass's
 // twiddles in the order the threads read them (append_pass_tables), so that a warp's loads are
 // contiguous instead of a gather at a stride of r * 2N / (Ns R) values (over up to 32 cache lines).
 template <int N, int T, bool inverse, typename twiddle_load = twiddle_load_ro, bool rows_across_warps = false,
-          bool row_barrier = false, int pad_shift = 4, bool pass_tables = false>
+          int pad_shift = 4, bool pass_tables = false>
 struct block_fft_t {
   static_assert(is_pow2(N) && is_pow2(T) && T >= 1 && T <= N, "block_fft_t: bad shape");
   static constexpr int threads_per_row = T;
@@ -72,8 +72,6 @@ struct block_fft_t {
   static __device__ GPUCONV_INLINE void sync() {
     if constexpr (T <= 32 && !rows_across_warps) {
       __syncwarp();
-    } else if constexpr (row_barrier && T > 32 && !rows_across_warps) {
-      named_barrier_sync(1 + threadIdx.x / T, T);
     } else {
       __syncthreads();
     }

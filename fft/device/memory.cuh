@@ -29,12 +29,6 @@ struct twiddle_load_late {
   static __device__ GPUCONV_INLINE complex_t<float> load(const complex_t<float>* p) { return load_ro_late(p); }
 };
 
-// bar.sync on named barrier `id` (1..15; 0 is __syncthreads') for `threads` threads (whole
-// warps): groups of warps that share nothing else synchronise without waiting for each other.
-__device__ GPUCONV_INLINE void named_barrier_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-
 __device__ GPUCONV_INLINE bool aligned16(const void* p) {
   return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
 }

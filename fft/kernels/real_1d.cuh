@@ -96,7 +96,7 @@ struct block_rows_t {
 
   // the row's Stockham passes
   using passes_t =
-      block_fft_t<N, T, inverse, twiddle_load_ro, false, policy::row_barrier, policy::pad_shift, policy::pass_tables>;
+      block_fft_t<N, T, inverse, twiddle_load_ro, false, policy::pad_shift, policy::pass_tables>;
 
   static __device__ GPUCONV_INLINE void end_group() { passes_t::sync(); }  // the buffer is free for the next group
 

@@ -20,7 +20,8 @@
 // three blocks an SM (166 / 168 registers) 0.85x / 0.85-0.88x cuFFT against 32 values' 0.78 /
 // 0.77-0.80x (255 registers, two rows a block); four blocks (128 registers) spilled in C2R and
 // lost there (0.79-0.82x); before the tables 16 values had lost by 24-32%. (Those four blocks
-// were also all that one-row blocks on a named barrier could get: see row_barrier.)
+// were also all that one-row blocks could get while the passes synced on a named barrier per row:
+// a barrier id the compiler cannot bound reserves all 16; ncu, session 48.)
 #ifndef GPUCONV_REAL_1D_4096_ITEMS
 #define GPUCONV_REAL_1D_4096_ITEMS 16
 #endif
@@ -28,8 +29,8 @@
 #define GPUCONV_REAL_1D_4096_MIN_BLOCKS 3
 #endif
 // R2C at n = 4096 without the register prefetch, at 5 blocks an SM (96 registers): 0.85-0.86x
-// cuFFT against 0.84x with it at 3 (H200, session 48). Five blocks of one row take barrier 0
-// (row_barrier below). C2R keeps the prefetch at 3 blocks: without it at 5, 0.79-0.81x.
+// cuFFT against 0.84x with it at 3 (H200, session 48): five blocks need the passes on barrier 0
+// (block_fft_t::sync). C2R keeps the prefetch at 3 blocks: without it at 5, 0.79-0.81x.
 #ifndef GPUCONV_REAL_1D_4096_R2C_MIN_BLOCKS
 #define GPUCONV_REAL_1D_4096_R2C_MIN_BLOCKS 5
 #endif
@@ -44,9 +45,6 @@
 #ifndef GPUCONV_REAL_1D_LANE_MIN_BLOCKS  // register cap of the one-lane-a-row kernels: blocks an SM
 #define GPUCONV_REAL_1D_LANE_MIN_BLOCKS 6
 #endif
-#ifndef GPUCONV_REAL_1D_ROW_BARRIER  // 1: rows over several warps sync on a named barrier of their own
-#define GPUCONV_REAL_1D_ROW_BARRIER 1
-#endif
 #ifndef GPUCONV_REAL_1D_WIDE_PAD  // 1: rows of 32 values a thread pad shared memory by one slot per 32
 #define GPUCONV_REAL_1D_WIDE_PAD 1
 #endif
@@ -58,9 +56,6 @@
 // cuFFT against 32 values' 0.88 / 0.87x (H200, scripts/fft1d-variants.sh, docs/benchmarks.md).
 #ifndef GPUCONV_REAL_1D_LARGE_FROM
 #define GPUCONV_REAL_1D_LARGE_FROM 2048
-#endif
-#ifndef GPUCONV_REAL_1D_LARGE_ROW_BLOCKS  // 1: one row per block for rows over several warps
-#define GPUCONV_REAL_1D_LARGE_ROW_BLOCKS 1
 #endif
 // The sizes n whose persistent kernels (rows within a warp) stage the next group's input by
 // cp.async, as a sum of the n: R2C, and C2R (rows of n/2+1 complex: 8-byte copies).
@@ -96,11 +91,11 @@ struct real_1d_policy {
   static constexpr int items_per_thread = half / threads_per_row;
   // several threads per row: 4096/P threads keep the exchange buffer at 34.8 KB (the R2C
   // kernels' staging beside it takes as much again)
+  // (rows over several warps: one row a block; two rows lost, 0.74-0.75x at 4096, session 46)
   static constexpr int block_threads =
       threads_per_row == 1 ? 128
-                           : ((threads_per_row > 32 && GPUCONV_REAL_1D_LARGE_ROW_BLOCKS)
-                                  ? threads_per_row
-                                  : (4096 / items_per_thread > threads_per_row ? 4096 / items_per_thread : threads_per_row));
+      : threads_per_row > 32 ? threads_per_row
+                             : (4096 / items_per_thread > threads_per_row ? 4096 / items_per_thread : threads_per_row);
   static constexpr int rows_per_block = block_threads / threads_per_row;
   // one-lane-per-row R2C: rows of 128 bytes and more are loaded through shared memory
   static constexpr bool stage_real_input = threads_per_row == 1 && n >= 32;
@@ -146,11 +141,6 @@ struct real_1d_policy {
   static constexpr int stage_bytes = async_input ? rows_per_block * stage_stride * 8 : 0;
   // dynamic shared memory a block takes (over 48 KB with async_input)
   static constexpr int shared_memory_bytes = exchange_bytes + stage_bytes;
-  // rows over several warps: a named barrier per row (1 < rows_per_block <= 15). A block of one
-  // row syncs on barrier 0: a barrier id the compiler cannot bound reserves all 16 of them, and
-  // an SM then holds 4 such blocks (ncu's "Block Limit Barriers", H200, session 48)
-  static constexpr bool row_barrier =
-      GPUCONV_REAL_1D_ROW_BARRIER && threads_per_row > 32 && rows_per_block > 1 && rows_per_block <= 15;
   // the Stockham passes' shared padding: one slot per 16 values, per 32 at 32 values a thread
   // (the first pass's stores t*P + r then fall on distinct banks)
   static constexpr int pad_shift = (GPUCONV_REAL_1D_WIDE_PAD && items_per_thread >= 32) ? 5 : 4;
