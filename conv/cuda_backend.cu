@@ -497,8 +497,10 @@ class cuda_backend final : public plan::impl {
     auto unit_out_bytes = [&](const unit& w) {
       return L.whole ? std::size_t(w.planes) * plane_out : std::size_t(kc * w.rows * ow) * bytes;
     };
+    // GPUCONV_HOST_STATS=1 (measurements): where the call's host time went, one line a call
+    static const bool stats = std::getenv("GPUCONV_HOST_STATS") != nullptr;
     using sclock = std::chrono::steady_clock;
-    double t_wait = 0, t_copy = 0, t_bytes = 0;  // GPUCONV_HOST_STATS
+    double t_wait = 0, t_copy = 0, t_bytes = 0;
     long long n_segs = 0;
     const auto t_start = sclock::now();
     auto since = [](sclock::time_point a) { return std::chrono::duration<double, std::milli>(sclock::now() - a).count(); };
@@ -508,6 +510,14 @@ class cuda_backend final : public plan::impl {
       GPUCONV_CUDA(cudaEventSynchronize(downloaded_[s]));
       t_wait += since(a);
       output_segments(unit_at(u), h_out(s));
+    };
+    auto copy_segments = [&] {  // segs, between the caller's buffers and the page-locked slots
+      const auto a = sclock::now();
+      parallel_copy(copiers, segs);
+      if (!stats) return;
+      t_copy += since(a);
+      n_segs += (long long)segs.size();
+      for (const copy_segment& g : segs) t_bytes += double(g.bytes);
     };
 
     for (long long u = 0; u < L.units; ++u) {
@@ -523,11 +533,7 @@ class cuda_backend final : public plan::impl {
           GPUCONV_CUDA(cudaMemcpyAsync(g.dst, g.src, g.bytes, cudaMemcpyHostToDevice, upload_));
       } else {
         input_segments(w, h_in(s));
-        const auto a = sclock::now();
-        for (const copy_segment& g : segs) t_bytes += double(g.bytes);
-        n_segs += (long long)segs.size();
-        parallel_copy(copiers, segs);  // the previous unit's output and this unit's input in one job
-        t_copy += since(a);
+        copy_segments();  // the previous unit's output and this unit's input in one job
         GPUCONV_CUDA(cudaMemcpyAsync(d_in(s), h_in(s), unit_in_bytes(w), cudaMemcpyHostToDevice, upload_));
       }
       GPUCONV_CUDA(cudaEventRecord(uploaded_[s], upload_));
@@ -555,14 +561,8 @@ class cuda_backend final : public plan::impl {
     for (long long u = std::max(0LL, L.units - L.slots); u < L.units; ++u) {
       segs.clear();
       drain_segments(u);
-      const auto a = sclock::now();
-      for (const copy_segment& g : segs) t_bytes += double(g.bytes);
-      n_segs += (long long)segs.size();
-      parallel_copy(copiers, segs);
-      t_copy += since(a);
+      copy_segments();
     }
-    // GPUCONV_HOST_STATS=1 (measurements): where the call's host time went, one line a call
-    static const bool stats = std::getenv("GPUCONV_HOST_STATS") != nullptr;
     if (stats)
       std::fprintf(stderr, "host-stats units %lld slots %d in %zu out %zu copiers %d: total %.2f wait %.2f copy %.2f ms, %.1f MB in %lld segments (%.1f GB/s)\n",
                    L.units, L.slots, L.in_bytes, L.out_bytes, copiers, since(t_start), t_wait, t_copy,
