@@ -13,17 +13,19 @@
 // each call first narrows every worker it wants to one CPU of its own (the caller's allowed
 // CPUs after the caller's, in turn), where the kernel must wake it, and each worker widens its
 // affinity back to the caller's allowed CPUs as it starts (or skips) the call.
-// GPUCONV_POOL_SPIN_US (measurements; default 0, off): a worker that has finished a call polls
-// for the next one that many microseconds before it parks, and the caller polls for its
-// workers' end as long before it sleeps, so that calls in quick succession (the staging copies
-// of plan::execute on host buffers, one per unit: ~0.2 ms a call beyond its bytes on the
-// 16-vCPU hosts, docs/benchmarks.md, session 48) find the workers awake: no wake-up, no affinity
-// change. The caller bumps the generation last, just before it lets go of the mutex, and a
-// polling worker takes the mutex by try_lock, so neither sleeps on the other. On the 2-core
-// machine the probe's back-to-back calls started their second thread 0.5-1.2 us in against
-// 19-24 us; not yet measured on the 16-vCPU hosts.
+// Polling between calls: a call may ask its workers to poll for the next call for a while
+// (spin_us) before they park, and its caller polls for its workers' end as long before it
+// sleeps, so that calls in quick succession find the workers awake: no wake-up, no affinity
+// change. The staging copies of plan::execute on host buffers ask for it (host_copy.cpp: one call
+// a unit, ~0.2 ms a call beyond its bytes when the workers park between them, on the 16-vCPU
+// hosts; docs/benchmarks.md, sessions 48-49); the CPU backend's own calls do not (no gain
+// measured there). GPUCONV_POOL_SPIN_US=N (measurements) sets it for every call, 0 for none.
+// The caller bumps the generation last, just before it lets go of the mutex, and a polling
+// worker takes the mutex by try_lock, so neither sleeps on the other. On the 2-core machine the
+// probe's back-to-back calls started their second thread 0.5-1.2 us in against 19-24 us.
 #include "cpu_pool.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -66,12 +68,13 @@ struct placement {
 bool set_affinity(pid_t tid, const cpu_set_t& set) { return sched_setaffinity(tid, sizeof set, &set) == 0; }
 #endif
 
-std::chrono::microseconds spin_time() {
-  static const std::chrono::microseconds t = [] {
+// how long to poll after a call that asked for spin_us: GPUCONV_POOL_SPIN_US when set
+std::chrono::microseconds spin_time(int spin_us) {
+  static const int forced = [] {
     const char* e = std::getenv("GPUCONV_POOL_SPIN_US");
-    return std::chrono::microseconds(e && std::atoi(e) > 0 ? std::atoi(e) : 0);
+    return e && *e ? std::max(0, std::atoi(e)) : -1;
   }();
-  return t;
+  return std::chrono::microseconds(forced >= 0 ? forced : std::max(0, spin_us));
 }
 
 void cpu_relax() {
@@ -82,10 +85,10 @@ void cpu_relax() {
 #endif
 }
 
-// polls done() for up to spin_time(); true once it held
+// polls done() for up to `time`; true once it held
 template <typename F>
-bool spin_until(F&& done) {
-  const auto until = std::chrono::steady_clock::now() + spin_time();
+bool spin_until(std::chrono::microseconds time, F&& done) {
+  const auto until = std::chrono::steady_clock::now() + time;
   for (int i = 0;; ++i) {
     if (done()) return true;
     if ((i & 63) == 63 && std::chrono::steady_clock::now() >= until) return false;
@@ -96,7 +99,7 @@ bool spin_until(F&& done) {
 class pool {
  public:
   // true if the pool ran the call; false if another call holds it
-  bool run(int threads, void (*body)(void*), void* context) {
+  bool run(int threads, void (*body)(void*), void* context, int spin_us) {
     std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
     if (!busy.owns_lock()) return false;
     const int helpers = threads - 1;
@@ -111,6 +114,7 @@ class pool {
       context_ = context;
       wanted_ = helpers;
       open_ = true;
+      spin_ = spin_time(spin_us);
 #ifdef __linux__
       // workers that have parked once (their thread id known) wake on a CPU of their own; a
       // spinning one is awake already
@@ -130,9 +134,10 @@ class pool {
     body(context);
     std::unique_lock<std::mutex> lock(m_);
     open_ = false;  // workers not yet awake skip this call: its units are all taken
-    if (spin_time().count() > 0 && running_.load(std::memory_order_relaxed) != 0) {
+    const auto spin = spin_;
+    if (spin.count() > 0 && running_.load(std::memory_order_relaxed) != 0) {
       lock.unlock();  // the workers' last units end soon: poll instead of sleeping on done_
-      spin_until([&] { return running_.load(std::memory_order_acquire) == 0; });
+      spin_until(spin, [&] { return running_.load(std::memory_order_acquire) == 0; });
       lock.lock();
     }
     done_.wait(lock, [&] { return running_.load(std::memory_order_relaxed) == 0; });
@@ -145,7 +150,7 @@ class pool {
     pid_t tid = 0;
 #endif
     bool narrowed = false;  // its affinity is one CPU, until it wakes
-    bool spinning = false;  // polling for the next call (GPUCONV_POOL_SPIN_US), under m_
+    bool spinning = false;  // polling for the next call (the last call's spin_), under m_
   };
 
   // start: the generation before the call that created this worker (it runs that call too)
@@ -154,14 +159,14 @@ class pool {
 #ifdef __linux__
     workers_[w].tid = (pid_t)syscall(SYS_gettid);
 #endif
-    const auto spin = spin_time();
     for (;;) {
+      const auto spin = spin_;  // the last call's
       if (spin.count() > 0 && generation_.load(std::memory_order_relaxed) == seen) {
         workers_[w].spinning = true;
         lock.unlock();
-        const bool called = spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
+        const bool called = spin_until(spin, [&] { return generation_.load(std::memory_order_acquire) != seen; });
         // the caller bumps the generation just before it lets go of m_: take it without sleeping
-        if (!called || !spin_until([&] { return lock.try_lock(); })) lock.lock();
+        if (!called || !spin_until(spin, [&] { return lock.try_lock(); })) lock.lock();
         workers_[w].spinning = false;
       }
       wake_.wait(lock, [&] { return generation_.load(std::memory_order_relaxed) != seen; });
@@ -194,6 +199,7 @@ class pool {
   int wanted_ = 0;
   std::atomic<int> running_{0};  // workers inside this call's body (changed under m_)
   bool open_ = false;              // the call has not finished its own share yet
+  std::chrono::microseconds spin_{0};  // how long this call's workers and caller poll, under m_
   std::atomic<std::uint64_t> generation_{0};  // changed under m_; spinning workers poll it
 #ifdef __linux__
   placement placement_;  // this call's, under m_
@@ -202,13 +208,13 @@ class pool {
 
 }  // namespace
 
-void run_on_threads(int threads, void (*body)(void*), void* context) {
+void run_on_threads(int threads, void (*body)(void*), void* context, int spin_us) {
   if (threads <= 1) {
     body(context);
     return;
   }
   static pool* const shared = new pool;  // never destroyed (file comment)
-  if (shared->run(threads, body, context)) return;
+  if (shared->run(threads, body, context, spin_us)) return;
   std::vector<std::thread> own;
   for (int w = 1; w < threads; ++w) own.emplace_back(body, context);
   body(context);

@@ -14,12 +14,14 @@ namespace gpuconv::conv {
 // Runs body(context) on this thread and on up to threads - 1 workers, and returns when every
 // run has returned. A worker that wakes after this thread's run has returned skips the call,
 // so body must take its work from a shared counter until none is left (parallel_units), not
-// rely on running `threads` times. body must not throw.
-void run_on_threads(int threads, void (*body)(void*), void* context);
+// rely on running `threads` times. body must not throw. spin_us > 0: the workers poll for the
+// next call that many microseconds before they park, for callers that make calls in quick
+// succession (cpu_pool.cpp's file comment; GPUCONV_POOL_SPIN_US overrides it for every call).
+void run_on_threads(int threads, void (*body)(void*), void* context, int spin_us = 0);
 
 template <typename F>
-void run_on_threads(int threads, F& body) {
-  run_on_threads(threads, [](void* c) { (*static_cast<F*>(c))(); }, &body);
+void run_on_threads(int threads, F& body, int spin_us = 0) {
+  run_on_threads(threads, [](void* c) { (*static_cast<F*>(c))(); }, &body, spin_us);
 }
 
 // Runs f(unit) for unit < units on up to `threads` threads (this one included), the pool's.

@@ -32,17 +32,25 @@ bool plain_copies() {
   return plain;
 }
 
-// GPUCONV_COPY_SPLIT=k (measurements; default 1): a job's bytes in k parts a thread, handed out
-// in turn, so that threads that wake late find parts left and the early ones take more (a job
-// of one part a thread waits for its slowest wake-up; docs/benchmarks.md, session 48)
+// A job's bytes go out in parts_per_thread() parts a thread, handed out in turn, so that
+// threads that wake late find parts left and the early ones take more (with one part a thread
+// a job waits for its slowest wake-up). GPUCONV_COPY_SPLIT=k sets k (measurements). On the
+// 16-vCPU H200 host, 3 x 3000 x 4000 fp32 K = 9 on pageable buffers, 7 interleaved rounds
+// (docs/benchmarks.md, session 49): 1 part 61-84% of the PCIe floor, 4 parts 80-97%, 4 parts
+// with the workers polling between jobs (copy_spin_us) 81-99%.
 int parts_per_thread() {
   static const int k = [] {
     const char* e = std::getenv("GPUCONV_COPY_SPLIT");
-    const int v = e ? std::atoi(e) : 1;
-    return v >= 1 && v <= 64 ? v : 1;
+    const int v = e ? std::atoi(e) : 4;
+    return v >= 1 && v <= 64 ? v : 4;
   }();
   return k;
 }
+
+// The staging copies come one a unit, a fraction of a millisecond apart: the pool's workers
+// poll that long for the next one instead of parking (cpu_pool.hpp; GPUCONV_POOL_SPIN_US
+// overrides it). Polls within a call only cost when the call is the process's only work.
+constexpr int copy_spin_us = 200;
 
 void stream_copy(char* dst, const char* src, std::size_t n) {
 #if defined(__SSE2__)
@@ -112,7 +120,7 @@ void parallel_copy(int threads, const std::vector<copy_segment>& segments) {
   auto body = [&] {
     for (int i = next++; i < parts; i = next++) copy_part(segments, total, i, parts);
   };
-  run_on_threads(workers, body);
+  run_on_threads(workers, body, copy_spin_us);
 }
 
 }  // namespace gpuconv::conv

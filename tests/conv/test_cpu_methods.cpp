@@ -11,6 +11,8 @@
 #include <catch2/generators/catch_generators.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -389,6 +391,33 @@ TEST_CASE("CPU thread pool: every thread of a call may run on all of the caller'
   }
 }
 #endif
+
+TEST_CASE("CPU thread pool: calls whose workers poll for the next one, mixed with calls that park them", "[conv]") {
+  // run_on_threads(..., spin_us): the workers of a call that asked for it poll before they park;
+  // the next call (polling or not, back to back or after the polls ran out, with more or fewer
+  // threads) still runs each unit once and returns only when every unit is done
+  struct step {
+    int threads, spin_us, pause_us;
+  };
+  const step steps[] = {{4, 200, 0},   {4, 200, 0}, {4, 0, 0},     {3, 200, 0},  {8, 200, 500}, {2, 0, 0},
+                        {8, 1000, 0}, {5, 0, 300}, {4, 200, 1000}, {1, 200, 0}, {6, 200, 0},   {6, 0, 0}};
+  for (int round = 0; round < 30; ++round)
+    for (const step& s : steps) {
+      INFO("round " << round << " threads " << s.threads << " spin_us " << s.spin_us);
+      if (s.pause_us) std::this_thread::sleep_for(std::chrono::microseconds(s.pause_us));
+      const long long units = 97;
+      std::vector<std::atomic<int>> ran(units);
+      for (auto& r : ran) r.store(0);
+      std::atomic<long long> next{0};
+      auto body = [&] {
+        for (long long u = next++; u < units; u = next++) ++ran[std::size_t(u)];
+      };
+      run_on_threads(s.threads, body, s.spin_us);
+      int wrong = 0;
+      for (const auto& r : ran) wrong += r.load() != 1;
+      CHECK(wrong == 0);
+    }
+}
 
 TEST_CASE("CPU thread pool: any thread count, plans executed from several threads at once", "[conv]") {
   // one pool serves one call at a time; calls that find it busy start their own threads.
