@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""NumPy in, NumPy out: gpuconv on host arrays against what a NumPy user would do instead.
+
+Issue 12 (host calls at PCIe speed) as a Python user meets it: the image is a NumPy float32
+array in ordinary (pageable) memory and the result must come back as one. In one run, per case
+(3 x 3000 x 4000 and 1 x 4096^2 float32, K = 9 and 31, 'same', zero boundary, convolution -
+scipy.signal.fftconvolve's function), medians of interleaved calls:
+
+- gpuconv.Plan(device="cuda") called on the NumPy array with ``out=`` (and without);
+- CuPy: cupy.asarray -> cupyx.scipy.signal.fftconvolve per plane -> .get();
+- PyTorch: torch.from_numpy(...).cuda() -> torch.nn.functional.conv2d (cuDNN) -> .cpu();
+- OpenCV on the CPU: cv2.filter2D per plane, BORDER_CONSTANT, every core;
+- the floor: the input's host-to-device plus the output's device-to-host copy from and to
+  page-locked memory (CuPy), each alone.
+
+Results are checked against the CuPy output (relative L2). Needs numpy, gpuconv (installed),
+cupy, torch, cv2; a peer whose module is missing is left out with a note.
+
+    python scripts/numpy-peer.py [--repeat 9] [--out table.md]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import gpuconv
+
+CASES = [((3, 3000, 4000), 9), ((3, 3000, 4000), 31), ((1, 4096, 4096), 9), ((1, 4096, 4096), 31)]
+
+
+def medians(calls, repeat):
+    """Medians (ms) of `repeat` interleaved rounds over `calls`, after one warm-up each."""
+    for c in calls:
+        c()
+    times = [[] for _ in calls]
+    for _ in range(repeat):
+        for c, into in zip(calls, times):
+            t0 = time.perf_counter()
+            c()
+            into.append((time.perf_counter() - t0) * 1e3)
+    return [statistics.median(t) for t in times]
+
+
+def rel_l2(a, b):
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=9)
+    ap.add_argument("--out", help="write the table as markdown here too")
+    args = ap.parse_args()
+    if not gpuconv.cuda_available():
+        print("numpy-peer: no CUDA device; nothing to measure")
+        return 0
+    try:
+        import cupy as cp
+        import cupyx.scipy.signal as cps
+    except ImportError:
+        print("numpy-peer: needs CuPy (the reference and the floor)")
+        return 1
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        torch = None
+    try:
+        import cv2
+    except ImportError:
+        cv2 = None
+
+    rng = np.random.default_rng(7)
+    rows = []
+    header = ("case", "MB in", "floor ms", "gpuconv out= ms", "gpuconv ms", "CuPy ms", "torch ms", "cv2 ms",
+              "gpuconv/best peer", "% floor", "rel L2 (CuPy)")
+    print(f"numpy-peer: gpuconv {gpuconv.__version__}, CuPy {cp.__version__}"
+          + (f", torch {torch.__version__}" if torch else ", no torch")
+          + (f", cv2 {cv2.__version__} ({cv2.getNumThreads()} threads)" if cv2 else ", no cv2")
+          + f"; medians of {args.repeat} interleaved calls, NumPy float32 in pageable memory in and out")
+    for shape, K in CASES:
+        planes, h, w = shape
+        x = rng.standard_normal(shape, dtype=np.float32)
+        k = rng.standard_normal((K, K), dtype=np.float32) / K
+        plan = gpuconv.Plan(shape, k, mode="same", boundary="zero", device="cuda")
+        out = np.empty(plan.output_shape, dtype=np.float32)
+        kd = cp.asarray(k)
+
+        def ours_out():
+            plan(x, out=out)
+
+        def ours_new():
+            return plan(x)
+
+        def cupy_trip():
+            xd = cp.asarray(x)
+            y = cp.stack([cps.fftconvolve(xd[p], kd, mode="same") for p in range(planes)])
+            return y.get()
+
+        calls = [ours_out, ours_new, cupy_trip]
+        if torch is not None:
+            # conv2d correlates: the flipped kernel makes it a convolution; 'same' for odd K
+            kt = torch.from_numpy(np.ascontiguousarray(k[::-1, ::-1])).cuda().reshape(1, 1, K, K)
+
+            def torch_trip():
+                xt = torch.from_numpy(x).cuda().reshape(planes, 1, h, w)
+                y = F.conv2d(xt, kt, padding=K // 2)
+                return y.reshape(planes, h, w).cpu().numpy()
+
+            calls.append(torch_trip)
+        if cv2 is not None:
+            kflip = np.ascontiguousarray(k[::-1, ::-1])
+            cv_out = np.empty_like(x)
+
+            def cv_cpu():
+                for p in range(planes):
+                    cv2.filter2D(x[p], -1, kflip, dst=cv_out[p], borderType=cv2.BORDER_CONSTANT)
+                return cv_out
+
+            calls.append(cv_cpu)
+
+        # the floor: page-locked H2D of the input and D2H of the output, each alone
+        pin_in = cp.cuda.alloc_pinned_memory(x.nbytes)
+        pin_out = cp.cuda.alloc_pinned_memory(x.nbytes)
+        hin = np.frombuffer(pin_in, dtype=np.float32, count=x.size).reshape(shape)
+        hout = np.frombuffer(pin_out, dtype=np.float32, count=x.size).reshape(shape)
+        hin[...] = x
+        dbuf = cp.empty(shape, dtype=cp.float32)
+
+        def h2d():
+            dbuf.set(hin)
+            cp.cuda.Device().synchronize()
+
+        def d2h():
+            dbuf.get(out=hout)
+            cp.cuda.Device().synchronize()
+
+        ms = medians(calls + [h2d, d2h], args.repeat)
+        floor = ms[-2] + ms[-1]
+        ms = ms[:-2]
+        ref = cupy_trip()
+        ours_out()
+        err = rel_l2(out, ref)
+        if torch is not None:
+            err_t = rel_l2(calls[3](), ref)
+            if err_t > 1e-5:
+                print(f"numpy-peer: torch differs from CuPy (rel L2 {err_t:.2g})")
+        if cv2 is not None:
+            err_c = rel_l2(calls[-1](), ref)
+            if err_c > 1e-5:
+                print(f"numpy-peer: cv2 differs from CuPy (rel L2 {err_c:.2g})")
+        torch_ms = ms[3] if torch is not None else float("nan")
+        cv_ms = ms[-1] if cv2 is not None else float("nan")
+        best = min(v for v in (ms[2], torch_ms, cv_ms) if v == v)
+        name = f"{planes}x{h}x{w} K={K}"
+        rows.append((name, f"{x.nbytes / 1e6:.0f}", f"{floor:.2f}", f"{ms[0]:.2f}", f"{ms[1]:.2f}", f"{ms[2]:.2f}",
+                     f"{torch_ms:.2f}", f"{cv_ms:.2f}", f"{best / ms[0]:.2f}x", f"{100 * floor / ms[0]:.0f}%",
+                     f"{err:.1e}"))
+        print("  ".join(rows[-1]), flush=True)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    table = ["  ".join(h.ljust(wd) for h, wd in zip(header, widths))]
+    table += ["  ".join(c.ljust(wd) for c, wd in zip(r, widths)) for r in rows]
+    print("\n".join(table))
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("| " + " | ".join(header) + " |\n|" + "---|" * len(header) + "\n")
+            for r in rows:
+                f.write("| " + " | ".join(r) + " |\n")
+    bad = [r[0] for r in rows if float(r[-1]) > 1e-5]
+    if bad:
+        print(f"numpy-peer: results differ from CuPy's in {', '.join(bad)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
