@@ -16,11 +16,17 @@ scipy.signal.fftconvolve's function), medians of interleaved calls:
 Results are checked against the CuPy output (relative L2). Needs numpy, gpuconv (installed),
 cupy, torch, cv2; a peer whose module is missing is left out with a note.
 
-    python scripts/numpy-peer.py [--repeat 9] [--out table.md]
+    python scripts/numpy-peer.py [--repeat 9] [--out table.md] [--peers cupy,torch,cv2]
+
+--peers names the peers to import and time (the floor and the reference always use CuPy);
+--peers '' times gpuconv alone (with GPUCONV_HOST_STATS=1 in the environment the library then
+prints each call's copy time and rate). The header prints the CPUs the process may run on
+after the imports (a peer's import that narrowed them would slow gpuconv's copy threads).
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -55,6 +61,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=9)
     ap.add_argument("--out", help="write the table as markdown here too")
+    ap.add_argument("--peers", default="cupy,torch,cv2", help="peers to time (default %(default)s)")
     args = ap.parse_args()
     if not gpuconv.cuda_available():
         print("numpy-peer: no CUDA device; nothing to measure")
@@ -65,15 +72,20 @@ def main() -> int:
     except ImportError:
         print("numpy-peer: needs CuPy (the reference and the floor)")
         return 1
-    try:
-        import torch
-        import torch.nn.functional as F
-    except ImportError:
-        torch = None
-    try:
-        import cv2
-    except ImportError:
-        cv2 = None
+    peers = [p for p in args.peers.split(",") if p]
+    torch = cv2 = None
+    if "torch" in peers:
+        try:
+            import torch
+            import torch.nn.functional as F
+        except ImportError:
+            print("numpy-peer: no torch")
+    if "cv2" in peers:
+        try:
+            import cv2
+        except ImportError:
+            print("numpy-peer: no cv2")
+    time_cupy = "cupy" in peers
 
     rng = np.random.default_rng(7)
     rows = []
@@ -82,7 +94,8 @@ def main() -> int:
     print(f"numpy-peer: gpuconv {gpuconv.__version__}, CuPy {cp.__version__}"
           + (f", torch {torch.__version__}" if torch else ", no torch")
           + (f", cv2 {cv2.__version__} ({cv2.getNumThreads()} threads)" if cv2 else ", no cv2")
-          + f"; medians of {args.repeat} interleaved calls, NumPy float32 in pageable memory in and out")
+          + f"; medians of {args.repeat} interleaved calls, NumPy float32 in pageable memory in and out;"
+          + f" CPUs allowed: {len(os.sched_getaffinity(0))} of {os.cpu_count()}")
     for shape, K in CASES:
         planes, h, w = shape
         x = rng.standard_normal(shape, dtype=np.float32)
@@ -102,7 +115,7 @@ def main() -> int:
             y = cp.stack([cps.fftconvolve(xd[p], kd, mode="same") for p in range(planes)])
             return y.get()
 
-        calls = [ours_out, ours_new, cupy_trip]
+        calls = [ours_out, ours_new] + ([cupy_trip] if time_cupy else [])
         if torch is not None:
             # conv2d correlates: the flipped kernel makes it a convolution; 'same' for odd K
             kt = torch.from_numpy(np.ascontiguousarray(k[::-1, ::-1])).cuda().reshape(1, 1, K, K)
@@ -147,18 +160,21 @@ def main() -> int:
         ours_out()
         err = rel_l2(out, ref)
         if torch is not None:
-            err_t = rel_l2(calls[3](), ref)
+            err_t = rel_l2(torch_trip(), ref)
             if err_t > 1e-5:
                 print(f"numpy-peer: torch differs from CuPy (rel L2 {err_t:.2g})")
         if cv2 is not None:
-            err_c = rel_l2(calls[-1](), ref)
+            err_c = rel_l2(cv_cpu(), ref)
             if err_c > 1e-5:
                 print(f"numpy-peer: cv2 differs from CuPy (rel L2 {err_c:.2g})")
-        torch_ms = ms[3] if torch is not None else float("nan")
-        cv_ms = ms[-1] if cv2 is not None else float("nan")
-        best = min(v for v in (ms[2], torch_ms, cv_ms) if v == v)
+        nan = float("nan")
+        cupy_ms = ms[2] if time_cupy else nan
+        torch_ms = ms[2 + time_cupy] if torch is not None else nan
+        cv_ms = ms[-1] if cv2 is not None else nan
+        peer_ms = [v for v in (cupy_ms, torch_ms, cv_ms) if v == v]
+        best = min(peer_ms) if peer_ms else nan
         name = f"{planes}x{h}x{w} K={K}"
-        rows.append((name, f"{x.nbytes / 1e6:.0f}", f"{floor:.2f}", f"{ms[0]:.2f}", f"{ms[1]:.2f}", f"{ms[2]:.2f}",
+        rows.append((name, f"{x.nbytes / 1e6:.0f}", f"{floor:.2f}", f"{ms[0]:.2f}", f"{ms[1]:.2f}", f"{cupy_ms:.2f}",
                      f"{torch_ms:.2f}", f"{cv_ms:.2f}", f"{best / ms[0]:.2f}x", f"{100 * floor / ms[0]:.0f}%",
                      f"{err:.1e}"))
         print("  ".join(rows[-1]), flush=True)
