@@ -10,7 +10,10 @@
 # skips python -m gpuconv.bench_cpu (the CPU backend against cv2 on every core),
 # GPUCONV_BENCH_CPU_ARGS adds arguments to it; GPUCONV_BENCH_3D=1 runs scripts/cupy-conv3d.py with
 # the installed package (gpuconv.convolve3d beside CuPy's fftconvolve on 128 x 512 x 512);
-# GPUCONV_PY_PREFIX=DIR installs into DIR and keeps it (PYTHONPATH=DIR for later scripts).
+# GPUCONV_PY_PREFIX=DIR installs into DIR and keeps it (PYTHONPATH=DIR for later scripts);
+# GPUCONV_PYTEST=0 skips pytest (a measuring call); GPUCONV_NUMPY_PEER=1 runs scripts/numpy-peer.py
+# twice: gpuconv alone with GPUCONV_HOST_STATS=1 (each call's copy time and rate), then beside
+# its peers (CuPy and torch round trips, cv2 on the CPU).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -56,9 +59,14 @@ export PYTHONPATH="$prefix${PYTHONPATH:+:$PYTHONPATH}"
 cd "$prefix"  # import the installed package, not the tree
 "$PYTHON" -c 'import gpuconv; print("gpuconv", gpuconv.__version__, gpuconv.__file__, "CUDA device:", gpuconv.cuda_available())' \
   2>&1 | tee "$out/import.log"
-timeout 300 "$PYTHON" -m pytest -c "$repo/pyproject.toml" --rootdir "$repo" -p no:cacheprovider -rs -v \
-  --junitxml="$out/pytest.xml" "$repo/tests/python" > "$out/pytest.log" 2>&1
-pytest_rc=$?
+if [ "${GPUCONV_PYTEST:-1}" != 0 ]; then
+  timeout 300 "$PYTHON" -m pytest -c "$repo/pyproject.toml" --rootdir "$repo" -p no:cacheprovider -rs -v \
+    --junitxml="$out/pytest.xml" "$repo/tests/python" > "$out/pytest.log" 2>&1
+  pytest_rc=$?
+else
+  echo "pytest skipped (GPUCONV_PYTEST=0)" > "$out/pytest.log"
+  pytest_rc=0
+fi
 grep -E "^(FAILED|ERROR|SKIPPED \[)" "$out/pytest.log" | head -40
 tail -1 "$out/pytest.log"
 gpu_passed=$(grep -cE "test_gpu.py::.* PASSED" "$out/pytest.log")
@@ -81,6 +89,15 @@ if [ "${GPUCONV_BENCH_3D:-0}" != 0 ]; then
   vol_rc=$?
   cat "$out/conv3d.log"
 fi
+numpy_rc=skipped
+if [ "${GPUCONV_NUMPY_PEER:-0}" != 0 ]; then
+  echo "python-gpu-check: scripts/numpy-peer.py alone (host stats) and beside its peers (log: $out/numpy-peer.log)"
+  { GPUCONV_HOST_STATS=1 timeout 200 "$PYTHON" "$repo/scripts/numpy-peer.py" --peers '' --out "$out/numpy-alone.md" &&
+    timeout 300 "$PYTHON" "$repo/scripts/numpy-peer.py" --out "$out/numpy-peer.md"; } > "$out/numpy-peer.log" 2>&1
+  numpy_rc=$?
+  grep -v "^host-stats" "$out/numpy-peer.log" | tail -16
+  grep "^host-stats" "$out/numpy-peer.log" | tail -4
+fi
 cpu_rc=skipped
 if [ "${GPUCONV_BENCH_CPU:-1}" != 0 ]; then
   echo "python-gpu-check: python -m gpuconv.bench_cpu (log: $out/bench_cpu.log)"
@@ -97,8 +114,8 @@ echo "  pytest (exit $pytest_rc): $(tail -1 "$out/pytest.log")"
 echo "  gpu tests: $gpu_passed of $gpu_total passed; volume gpu tests: $vol_passed of $vol_total passed"
 echo "  bench (exit $bench_rc): $(grep -E '^Python overhead' "$out/bench.log" 2>/dev/null || echo 'no overhead line')"
 echo "  $(grep -E '^Results agree' "$out/bench.log" 2>/dev/null || echo 'no agreement line')"
-echo "  CPU bench against OpenCV (exit $cpu_rc); volumes against CuPy (exit $vol_rc)"
+echo "  CPU bench against OpenCV (exit $cpu_rc); volumes against CuPy (exit $vol_rc); NumPy peers (exit $numpy_rc)"
 [ -f "$out/bench.md" ] && echo "  table: $out/bench.md"
 echo "  logs: $out"
 [ "$pytest_rc" = 0 ] && { [ "$bench_rc" = 0 ] || [ "$bench_rc" = skipped ]; } && { [ "$cpu_rc" = 0 ] || [ "$cpu_rc" = skipped ]; } &&
-  { [ "$vol_rc" = 0 ] || [ "$vol_rc" = skipped ]; }
+  { [ "$vol_rc" = 0 ] || [ "$vol_rc" = skipped ]; } && { [ "$numpy_rc" = 0 ] || [ "$numpy_rc" = skipped ]; }
