@@ -11,7 +11,8 @@
 # A setting named `default` (no variables) runs in every round first. Per round and setting:
 # each case's execute on pageable buffers as % of the floor, and for the issue's case
 # (3x3000x4000 f32 K=9) the last call's units, copy ms and copy GB/s. Logs go to $OUT or
-# ./host-ab-logs; the table to stdout, the medians over the rounds last.
+# ./host-ab-logs, packed into logs.tgz there at the end (the device tool returns few files),
+# beside summary.txt; the table to stdout, the medians over the rounds last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bench="" rounds=3 reps=9
@@ -37,11 +38,12 @@ out=${OUT:-$PWD/host-ab-logs}
 mkdir -p "$out"
 summary="$out/summary.txt"
 : > "$summary"
+mkdir -p "$out/logs"
 rc=0
 for r in $(seq 1 "$rounds"); do
   for i in "${!names[@]}"; do
     n=${names[$i]}
-    log="$out/$n-round$r.txt"
+    log="$out/logs/$n-round$r.txt"
     # shellcheck disable=SC2086 # a setting's assignments are words on purpose
     if ! env GPUCONV_HOST_STATS=1 ${envs[$i]} "$bench" host --reps "$reps" > "$log" 2>&1; then
       echo "$n round $r: FAILED (see $log)"; tail -3 "$log"; rc=1; continue
@@ -80,4 +82,5 @@ awk -F'\t' '{ k = $1 "\t" $3; v[k] = v[k] " " $4; if (!($1 in seen)) { seen[$1] 
       printf "\n"
     }
   }' "$summary"
+tar czf "$out/logs.tgz" -C "$out" logs && rm -rf "$out/logs"
 exit $rc
