@@ -6,7 +6,9 @@ array in ordinary (pageable) memory and the result must come back as one. In one
 (3 x 3000 x 4000 and 1 x 4096^2 float32, K = 9 and 31, 'same', zero boundary, convolution -
 scipy.signal.fftconvolve's function), medians of interleaved calls:
 
-- gpuconv.Plan(device="cuda") called on the NumPy array with ``out=`` (and without);
+- gpuconv.Plan(device="cuda") called on the NumPy array with ``out=`` (and without), and the
+  same calls back to back inside C++ (``Plan._core.time_execute_host``: no Python, no peer
+  between them) - the call's own time against what happens between calls;
 - CuPy: cupy.asarray -> cupyx.scipy.signal.fftconvolve per plane -> .get();
 - PyTorch: torch.from_numpy(...).cuda() -> torch.nn.functional.conv2d (cuDNN) -> .cpu();
 - OpenCV on the CPU: cv2.filter2D per plane, BORDER_CONSTANT, every core;
@@ -89,7 +91,7 @@ def main() -> int:
 
     rng = np.random.default_rng(7)
     rows = []
-    header = ("case", "MB in", "floor ms", "gpuconv out= ms", "gpuconv ms", "CuPy ms", "torch ms", "cv2 ms",
+    header = ("case", "MB in", "floor ms", "gpuconv out= ms", "C++ loop ms", "gpuconv ms", "CuPy ms", "torch ms", "cv2 ms",
               "gpuconv/best peer", "% floor", "rel L2 (CuPy)")
     print(f"numpy-peer: gpuconv {gpuconv.__version__}, CuPy {cp.__version__}"
           + (f", torch {torch.__version__}" if torch else ", no torch")
@@ -156,6 +158,7 @@ def main() -> int:
         ms = medians(calls + [h2d, d2h], args.repeat)
         floor = ms[-2] + ms[-1]
         ms = ms[:-2]
+        loop_ms = statistics.median(plan._core.time_execute_host(x, out, args.repeat, 1))
         ref = cupy_trip()
         ours_out()
         err = rel_l2(out, ref)
@@ -174,7 +177,7 @@ def main() -> int:
         peer_ms = [v for v in (cupy_ms, torch_ms, cv_ms) if v == v]
         best = min(peer_ms) if peer_ms else nan
         name = f"{planes}x{h}x{w} K={K}"
-        rows.append((name, f"{x.nbytes / 1e6:.0f}", f"{floor:.2f}", f"{ms[0]:.2f}", f"{ms[1]:.2f}", f"{cupy_ms:.2f}",
+        rows.append((name, f"{x.nbytes / 1e6:.0f}", f"{floor:.2f}", f"{ms[0]:.2f}", f"{loop_ms:.2f}", f"{ms[1]:.2f}", f"{cupy_ms:.2f}",
                      f"{torch_ms:.2f}", f"{cv_ms:.2f}", f"{best / ms[0]:.2f}x", f"{100 * floor / ms[0]:.0f}%",
                      f"{err:.1e}"))
         print("  ".join(rows[-1]), flush=True)

@@ -217,6 +217,27 @@ class plan {
     return {ms, wall_ms};
   }
 
+  // For scripts/numpy-peer.py: `iterations` calls of execute on host buffers back to back in
+  // C++ (the GIL released once), after `warmup` untimed ones; the milliseconds of each call.
+  // Against the same calls made one at a time from Python, it tells the call's own time from
+  // what happens between calls.
+  std::vector<double> time_execute_host(host_in in, host_out out, int iterations, int warmup) {
+    if (iterations < 1) throw std::invalid_argument("gpuconv: iterations " + std::to_string(iterations) + " is < 1");
+    if (in.dtype() != out.dtype()) throw nb::type_error("gpuconv: input and output dtypes differ");
+    check_size("input", in.size(), planes_ * height_ * width_);
+    check_size("output", out.size(), output_planes() * output_height() * output_width());
+    const dtype t = dtype_of(in.dtype());
+    std::vector<double> ms(iterations);
+    nb::gil_scoped_release unlocked;
+    for (int i = 0; i < warmup; ++i) execute_typed(plan_, in.data(), out.data(), t);
+    for (int i = 0; i < iterations; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      execute_typed(plan_, in.data(), out.data(), t);
+      ms[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    }
+    return ms;
+  }
+
   std::string selected_backend() const { return plan_.selected_backend() == backend::cuda ? "cuda" : "cpu"; }
   std::string path() const { return path_name(plan_.path()); }
   std::string method() const { return conv::to_string(plan_.method()); }
@@ -353,6 +374,8 @@ NB_MODULE(_gpuconv, m) {
       .def("time_execute_device", &plan::time_execute_device, "input_ptr"_a, "output_ptr"_a, "dtype"_a,
            "stream"_a = 0, "iterations"_a = 20, "warmup"_a = 3,
            "(milliseconds of each of `iterations` execute_device calls by CUDA events on the stream, host milliseconds per call of the loop)")
+      .def("time_execute_host", &plan::time_execute_host, "input"_a, "output"_a, "iterations"_a = 9, "warmup"_a = 1,
+           "(milliseconds of each of `iterations` execute calls on host buffers, back to back in C++)")
       .def_prop_ro("backend", &plan::selected_backend)
       .def_prop_ro("path", &plan::path)
       .def_prop_ro("method", &plan::method)

@@ -190,3 +190,22 @@ def test_auto_device_without_gpu_is_cpu():
     if gpuconv.cuda_available():
         pytest.skip("a CUDA device is present: 'auto' picks it")
     assert gpuconv.Plan((8, 8), np.ones((3, 3))).backend == "cpu"
+
+
+def test_time_execute_host_times_the_plans_own_calls(rng):
+    """Plan._core.time_execute_host (scripts/numpy-peer.py): `iterations` host calls back to back
+    in C++, each timed; the output is the plan's result, and bad arguments are refused."""
+    x = random_image(rng, (2, 40, 50), "float32")
+    k = random_kernel(rng, (5, 5))
+    plan = gpuconv.Plan(x.shape, k, device="cpu")
+    want = plan(x)
+    out = np.full(plan.output_shape, np.nan, dtype=np.float32)
+    ms = plan._core.time_execute_host(x, out, 4, 1)
+    assert len(ms) == 4 and all(t > 0 for t in ms)
+    np.testing.assert_array_equal(out, want)
+    with pytest.raises(ValueError, match="iterations 0"):
+        plan._core.time_execute_host(x, out, 0, 0)
+    with pytest.raises(ValueError, match="output holds"):
+        plan._core.time_execute_host(x, out[:1], 2, 0)
+    with pytest.raises(TypeError, match="dtypes differ"):
+        plan._core.time_execute_host(x, out.astype(np.float64), 2, 0)
