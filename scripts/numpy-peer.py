@@ -41,16 +41,17 @@ CASES = [((3, 3000, 4000), 9), ((3, 3000, 4000), 31), ((1, 4096, 4096), 9), ((1,
 
 
 def medians(calls, repeat):
-    """Medians (ms) of `repeat` interleaved rounds over `calls`, after one warm-up each."""
-    for c in calls:
+    """Medians (ms) of `repeat` interleaved rounds over `calls` ({name: call}), after one
+    warm-up each; {name: ms}."""
+    for c in calls.values():
         c()
-    times = [[] for _ in calls]
+    times = {name: [] for name in calls}
     for _ in range(repeat):
-        for c, into in zip(calls, times):
+        for name, c in calls.items():
             t0 = time.perf_counter()
             c()
-            into.append((time.perf_counter() - t0) * 1e3)
-    return [statistics.median(t) for t in times]
+            times[name].append((time.perf_counter() - t0) * 1e3)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def rel_l2(a, b):
@@ -117,7 +118,9 @@ def main() -> int:
             y = cp.stack([cps.fftconvolve(xd[p], kd, mode="same") for p in range(planes)])
             return y.get()
 
-        calls = [ours_out, ours_new] + ([cupy_trip] if time_cupy else [])
+        calls = {"ours_out": ours_out, "ours_new": ours_new}
+        if time_cupy:
+            calls["cupy"] = cupy_trip
         if torch is not None:
             # conv2d correlates: the flipped kernel makes it a convolution; 'same' for odd K
             kt = torch.from_numpy(np.ascontiguousarray(k[::-1, ::-1])).cuda().reshape(1, 1, K, K)
@@ -127,7 +130,7 @@ def main() -> int:
                 y = F.conv2d(xt, kt, padding=K // 2)
                 return y.reshape(planes, h, w).cpu().numpy()
 
-            calls.append(torch_trip)
+            calls["torch"] = torch_trip
         if cv2 is not None:
             kflip = np.ascontiguousarray(k[::-1, ::-1])
             cv_out = np.empty_like(x)
@@ -137,7 +140,7 @@ def main() -> int:
                     cv2.filter2D(x[p], -1, kflip, dst=cv_out[p], borderType=cv2.BORDER_CONSTANT)
                 return cv_out
 
-            calls.append(cv_cpu)
+            calls["cv2"] = cv_cpu
 
         # the floor: page-locked H2D of the input and D2H of the output, each alone
         pin_in = cp.cuda.alloc_pinned_memory(x.nbytes)
@@ -155,9 +158,8 @@ def main() -> int:
             dbuf.get(out=hout)
             cp.cuda.Device().synchronize()
 
-        ms = medians(calls + [h2d, d2h], args.repeat)
-        floor = ms[-2] + ms[-1]
-        ms = ms[:-2]
+        ms = medians({**calls, "h2d": h2d, "d2h": d2h}, args.repeat)
+        floor = ms["h2d"] + ms["d2h"]
         loop_ms = statistics.median(plan._core.time_execute_host(x, out, args.repeat, 1))
         ref = cupy_trip()
         ours_out()
@@ -170,16 +172,14 @@ def main() -> int:
             err_c = rel_l2(cv_cpu(), ref)
             if err_c > 1e-5:
                 print(f"numpy-peer: cv2 differs from CuPy (rel L2 {err_c:.2g})")
-        nan = float("nan")
-        cupy_ms = ms[2] if time_cupy else nan
-        torch_ms = ms[2 + time_cupy] if torch is not None else nan
-        cv_ms = ms[-1] if cv2 is not None else nan
-        peer_ms = [v for v in (cupy_ms, torch_ms, cv_ms) if v == v]
-        best = min(peer_ms) if peer_ms else nan
+        peer = {name: ms.get(name, float("nan")) for name in ("cupy", "torch", "cv2")}
+        timed = [v for name, v in peer.items() if name in ms]
+        best = min(timed) if timed else float("nan")
+        ours = ms["ours_out"]
         name = f"{planes}x{h}x{w} K={K}"
-        rows.append((name, f"{x.nbytes / 1e6:.0f}", f"{floor:.2f}", f"{ms[0]:.2f}", f"{loop_ms:.2f}", f"{ms[1]:.2f}", f"{cupy_ms:.2f}",
-                     f"{torch_ms:.2f}", f"{cv_ms:.2f}", f"{best / ms[0]:.2f}x", f"{100 * floor / ms[0]:.0f}%",
-                     f"{err:.1e}"))
+        rows.append((name, f"{x.nbytes / 1e6:.0f}", f"{floor:.2f}", f"{ours:.2f}", f"{loop_ms:.2f}",
+                     f"{ms['ours_new']:.2f}", f"{peer['cupy']:.2f}", f"{peer['torch']:.2f}", f"{peer['cv2']:.2f}",
+                     f"{best / ours:.2f}x", f"{100 * floor / ours:.0f}%", f"{err:.1e}"))
         print("  ".join(rows[-1]), flush=True)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     table = ["  ".join(h.ljust(wd) for h, wd in zip(header, widths))]

@@ -114,13 +114,18 @@ void execute_typed(Plan& p, const void* in, void* out, dtype t) {
 using host_in = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 using host_out = nb::ndarray<nb::c_contig, nb::device::cpu>;
 
-// Host buffers (NumPy) of in_count and out_count elements, one dtype; the GIL released.
-template <typename Plan>
-void execute_host(Plan& p, const host_in& in, const host_out& out, long long in_count, long long out_count) {
+// The dtype of host buffers (NumPy) that must hold in_count and out_count elements of one dtype.
+dtype host_dtype(const host_in& in, const host_out& out, long long in_count, long long out_count) {
   if (in.dtype() != out.dtype()) throw nb::type_error("gpuconv: input and output dtypes differ");
   check_size("input", in.size(), in_count);
   check_size("output", out.size(), out_count);
-  const dtype t = dtype_of(in.dtype());
+  return dtype_of(in.dtype());
+}
+
+// Host buffers of in_count and out_count elements, one dtype; the GIL released.
+template <typename Plan>
+void execute_host(Plan& p, const host_in& in, const host_out& out, long long in_count, long long out_count) {
+  const dtype t = host_dtype(in, out, in_count, out_count);
   nb::gil_scoped_release unlocked;
   execute_typed(p, in.data(), out.data(), t);
 }
@@ -165,7 +170,7 @@ class plan {
 
   // Host buffers: NumPy arrays of planes x H x W in and output_planes x oh x ow out.
   void execute(host_in in, host_out out) {
-    execute_host(plan_, in, out, planes_ * height_ * width_, output_planes() * output_height() * output_width());
+    execute_host(plan_, in, out, in_count(), out_count());
   }
 
   // Device buffers as addresses; asynchronous on `stream` (a cudaStream_t as an int, 0 =
@@ -223,10 +228,7 @@ class plan {
   // what happens between calls.
   std::vector<double> time_execute_host(host_in in, host_out out, int iterations, int warmup) {
     if (iterations < 1) throw std::invalid_argument("gpuconv: iterations " + std::to_string(iterations) + " is < 1");
-    if (in.dtype() != out.dtype()) throw nb::type_error("gpuconv: input and output dtypes differ");
-    check_size("input", in.size(), planes_ * height_ * width_);
-    check_size("output", out.size(), output_planes() * output_height() * output_width());
-    const dtype t = dtype_of(in.dtype());
+    const dtype t = host_dtype(in, out, in_count(), out_count());
     std::vector<double> ms(iterations);
     nb::gil_scoped_release unlocked;
     for (int i = 0; i < warmup; ++i) execute_typed(plan_, in.data(), out.data(), t);
@@ -263,6 +265,9 @@ class plan {
   void run_device(std::uintptr_t in, std::uintptr_t out, dtype t, cudaStream_t stream) {
     execute_device_typed(plan_, in, out, t, stream);
   }
+  // elements of the host buffers: planes x H x W in, output_planes x oh x ow out
+  long long in_count() const { return planes_ * height_ * width_; }
+  long long out_count() const { return output_planes() * output_height() * output_width(); }
 
   long long height_, width_, planes_;
   conv::plan plan_;
