@@ -6,7 +6,9 @@ array in ordinary (pageable) memory and the result must come back as one. In one
 (3 x 3000 x 4000 and 1 x 4096^2 float32, K = 9 and 31, 'same', zero boundary, convolution -
 scipy.signal.fftconvolve's function), medians of interleaved calls:
 
-- gpuconv.Plan(device="cuda") called on the NumPy array with ``out=`` (and without), and the
+- gpuconv.Plan(device="cuda") called on the NumPy array with ``out=``, without (a new result:
+  "gpuconv ms" from the package's reused host blocks, "fresh ms" in fresh memory with
+  GPUCONV_HOST_CACHE_MB=0), and the
   same calls back to back inside C++ (``Plan._core.time_execute_host``: no Python, no peer
   between them) - the call's own time against what happens between calls;
 - CuPy: cupy.asarray -> cupyx.scipy.signal.fftconvolve per plane -> .get();
@@ -92,7 +94,7 @@ def main() -> int:
 
     rng = np.random.default_rng(7)
     rows = []
-    header = ("case", "MB in", "floor ms", "gpuconv out= ms", "C++ loop ms", "gpuconv ms", "CuPy ms", "torch ms", "cv2 ms",
+    header = ("case", "MB in", "floor ms", "gpuconv out= ms", "C++ loop ms", "gpuconv ms", "fresh ms", "CuPy ms", "torch ms", "cv2 ms",
               "gpuconv/best peer", "% floor", "rel L2 (CuPy)")
     print(f"numpy-peer: gpuconv {gpuconv.__version__}, CuPy {cp.__version__}"
           + (f", torch {torch.__version__}" if torch else ", no torch")
@@ -110,15 +112,26 @@ def main() -> int:
         def ours_out():
             plan(x, out=out)
 
-        def ours_new():
+        def ours_new():  # a new result each call: the package's reused host blocks (gpuconv._hostbuf)
             return plan(x)
+
+        def ours_fresh():  # a new result in fresh memory (the block cache off): first-touch page faults
+            before = os.environ.get("GPUCONV_HOST_CACHE_MB")
+            os.environ["GPUCONV_HOST_CACHE_MB"] = "0"
+            try:
+                return plan(x)
+            finally:
+                if before is None:
+                    del os.environ["GPUCONV_HOST_CACHE_MB"]
+                else:
+                    os.environ["GPUCONV_HOST_CACHE_MB"] = before
 
         def cupy_trip():
             xd = cp.asarray(x)
             y = cp.stack([cps.fftconvolve(xd[p], kd, mode="same") for p in range(planes)])
             return y.get()
 
-        calls = {"ours_out": ours_out, "ours_new": ours_new}
+        calls = {"ours_out": ours_out, "ours_new": ours_new, "ours_fresh": ours_fresh}
         if time_cupy:
             calls["cupy"] = cupy_trip
         if torch is not None:
@@ -178,7 +191,7 @@ def main() -> int:
         ours = ms["ours_out"]
         name = f"{planes}x{h}x{w} K={K}"
         rows.append((name, f"{x.nbytes / 1e6:.0f}", f"{floor:.2f}", f"{ours:.2f}", f"{loop_ms:.2f}",
-                     f"{ms['ours_new']:.2f}", f"{peer['cupy']:.2f}", f"{peer['torch']:.2f}", f"{peer['cv2']:.2f}",
+                     f"{ms['ours_new']:.2f}", f"{ms['ours_fresh']:.2f}", f"{peer['cupy']:.2f}", f"{peer['torch']:.2f}", f"{peer['cv2']:.2f}",
                      f"{best / ours:.2f}x", f"{100 * floor / ours:.0f}%", f"{err:.1e}"))
         print("  ".join(rows[-1]), flush=True)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]

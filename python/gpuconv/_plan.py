@@ -10,7 +10,8 @@ Rules, in one place:
   with ``.astype('float32')``, or use gpuconv.fftconvolve, which converts float64 itself).
 - Non-contiguous inputs (slices, transposes, moved axes) are copied to a C-contiguous buffer
   first, on the same device; outputs are always new C-contiguous buffers (when ``axes`` are
-  not the last two, the output is that buffer with the axes moved back: a view).
+  not the last two, the output is that buffer with the axes moved back: a view). Host results
+  of 1 MiB or more come from blocks reused once nothing refers to them (_hostbuf).
 - NumPy inputs run on the CPU backend, or through the GPU (host -> device -> host) when
   ``device`` is "cuda" (or "auto" with a CUDA device present). CuPy arrays and CUDA PyTorch
   tensors run zero-copy on their own device, asynchronously on the caller's current stream
@@ -28,7 +29,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _gpuconv
+from . import _gpuconv, _hostbuf
 from ._arrays import SUPPORTED, Ops, classify, host_kernel, unsupported_dtype
 
 MODES = ("same", "full", "valid")
@@ -241,7 +242,7 @@ class Plan(_HeldPlan):
         if not host.flags.c_contiguous:
             host = np.ascontiguousarray(host)
         if out is None:
-            result = np.empty(self.output_shape, dtype=dtype)
+            result = _hostbuf.empty(self.output_shape, dtype)
         else:
             result = ops.to_host_numpy(out)
             self._check_out(result, type(host), dtype, result.flags.c_contiguous)

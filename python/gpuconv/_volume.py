@@ -15,7 +15,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _gpuconv
+from . import _gpuconv, _hostbuf
 from ._arrays import SUPPORTED, Ops, classify, host_kernel, unsupported_dtype
 from ._plan import (BOUNDARIES, MODES, _HeldPlan, _cached_plan, _call_device, _check_option, _check_plan_args,
                     _plan_device, _use_device, cuda_available)
@@ -102,7 +102,7 @@ class Plan3D(_HeldPlan):
         host = ops.to_host_numpy(x)
         if not host.flags.c_contiguous:
             host = np.ascontiguousarray(host)
-        result = np.empty(self.output_shape, dtype=dtype)
+        result = _hostbuf.empty(self.output_shape, dtype)
         self._execute_host(host, result)
         return ops.from_host_numpy(result, x)
 
@@ -198,7 +198,7 @@ def richardson_lucy(stack: Any, psf: Any, iterations: int = 10, tv: float = 0.0,
             rl.core.run_device(ops.pointer(y), ops.pointer(out), stream)
         return out
     host = np.ascontiguousarray(ops.to_host_numpy(y))
-    result = np.empty(host.shape, dtype=np.float32)
+    result = _hostbuf.empty(host.shape, "float32")
     with rl.lock:
         rl.core.run(host, result)
     return ops.from_host_numpy(result, y)

@@ -209,3 +209,79 @@ def test_time_execute_host_times_the_plans_own_calls(rng):
         plan._core.time_execute_host(x, out[:1], 2, 0)
     with pytest.raises(TypeError, match="dtypes differ"):
         plan._core.time_execute_host(x, out.astype(np.float64), 2, 0)
+
+
+def _address(a):
+    return a.__array_interface__["data"][0]
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_host_results_reuse_only_dropped_buffers(rng, kind):
+    """Host results (no out=) come from cached blocks (gpuconv._hostbuf): a dropped result's
+    memory is handed out again, but never while the caller holds the result, a view of it, a
+    memoryview or a tensor over it - those keep their values through later calls."""
+    if kind == "torch":
+        torch = pytest.importorskip("torch")
+    gpuconv.clear_host_cache()
+    x = random_image(rng, (3, 300, 400), "float32")  # 1.44 MB results: cached
+    k = random_kernel(rng, (5, 5))
+    plan = gpuconv.Plan(x.shape, k, device="cpu")
+    arg = torch.from_numpy(x) if kind == "torch" else x
+    want = np.asarray(plan(x)).copy()
+
+    def host(r):
+        return r.numpy() if kind == "torch" else r
+
+    first = plan(arg)
+    a = _address(host(first))
+    del first
+    second = plan(arg)
+    assert _address(host(second)) == a  # dropped: reused
+    np.testing.assert_array_equal(host(second), want)
+
+    held = [second]  # a held result: the next call gets other memory and leaves it alone
+    view = host(second)[1:, ::2]
+    mv = memoryview(host(second))
+    del second
+    x2 = random_image(rng, x.shape, "float32")
+    arg2 = torch.from_numpy(x2) if kind == "torch" else x2
+    want2 = plan(x2).copy()
+    for _ in range(6):  # more calls than the cache has blocks
+        other = plan(arg2)
+        assert _address(host(other)) != a
+        np.testing.assert_array_equal(host(other), want2)
+    np.testing.assert_array_equal(host(held[0]), want)
+    np.testing.assert_array_equal(view, want[1:, ::2])
+    del held
+    np.testing.assert_array_equal(np.asarray(mv), want)
+    del mv
+    other = plan(arg2)  # the view alone still holds the block
+    assert _address(host(other)) != a
+    np.testing.assert_array_equal(view, want[1:, ::2])
+    info = gpuconv.host_cache_info()
+    assert info["blocks"] <= info["max_blocks"]
+    gpuconv.clear_host_cache()
+    assert gpuconv.host_cache_info()["blocks"] == 0
+
+
+def test_host_results_cache_bounds(rng, monkeypatch):
+    """GPUCONV_HOST_CACHE_MB=0 turns the cache off; small results are never cached; a bad value is
+    refused naming it."""
+    gpuconv.clear_host_cache()
+    x = random_image(rng, (3, 300, 400), "float32")
+    plan = gpuconv.Plan(x.shape, random_kernel(rng, (3, 3)), device="cpu")
+    small = gpuconv.Plan((20, 20), random_kernel(rng, (3, 3)), device="cpu")
+    small(random_image(rng, (20, 20), "float32"))
+    assert gpuconv.host_cache_info()["blocks"] == 0
+    monkeypatch.setenv("GPUCONV_HOST_CACHE_MB", "0")
+    r = plan(x)
+    assert r.flags.owndata and gpuconv.host_cache_info()["blocks"] == 0
+    monkeypatch.setenv("GPUCONV_HOST_CACHE_MB", "lots")
+    with pytest.raises(ValueError, match="GPUCONV_HOST_CACHE_MB='lots'"):
+        plan(x)
+    monkeypatch.setenv("GPUCONV_HOST_CACHE_MB", "2")  # one 2 MiB block at most
+    results = [plan(x) for _ in range(3)]
+    info = gpuconv.host_cache_info()
+    assert info["blocks"] == 1 and info["bytes"] <= 2 << 20
+    assert len({_address(r) for r in results}) == 3  # all held: three buffers
+    gpuconv.clear_host_cache()

@@ -31,6 +31,28 @@ def test_numpy_through_the_gpu(rng):
         assert gpuconv.Plan(x.shape, k).backend == "cuda"  # 'auto' picks the GPU
 
 
+def test_numpy_through_the_gpu_into_reused_buffers(rng):
+    """Large NumPy results through the GPU come from gpuconv._hostbuf's blocks: a held result
+    keeps its values while later calls write other blocks, and a dropped one is reused."""
+    need_gpu()
+    gpuconv.clear_host_cache()
+    xs = [random_image(rng, (2, 512, 640), "float32") for _ in range(3)]
+    k = random_kernel(rng, (9, 9))
+    plan = gpuconv.Plan(xs[0].shape, k, device="cuda")
+    wants = [reference(x, k) for x in xs]
+    held = plan(xs[0])
+    address = held.__array_interface__["data"][0]
+    for _ in range(3):
+        for x, want in zip(xs[1:], wants[1:]):
+            got = plan(x)
+            assert got.__array_interface__["data"][0] != address
+            assert_close(got, want, "float32")
+    assert_close(held, wants[0], "float32")
+    del held
+    assert plan(xs[0]).__array_interface__["data"][0] == address
+    gpuconv.clear_host_cache()
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("boundary", gpuconv.BOUNDARIES)
 @pytest.mark.parametrize("mode", gpuconv.MODES)
