@@ -14,8 +14,16 @@
 namespace gpuconv::conv {
 
 namespace {
-// Below this a copy is not worth waking the threads for.
-constexpr std::size_t min_bytes_per_thread = std::size_t(1) << 20;
+// A thread for each this many bytes of a copy, at most `threads`: below it a copy is not worth
+// waking another thread for. GPUCONV_COPY_MIN_KB sets it (measurements; default 1024).
+std::size_t min_bytes_per_thread() {
+  static const std::size_t bytes = [] {
+    const char* e = std::getenv("GPUCONV_COPY_MIN_KB");
+    const long v = e ? std::atol(e) : 1024;
+    return std::size_t(v >= 16 && v <= (1 << 20) ? v : 1024) << 10;
+  }();
+  return bytes;
+}
 }  // namespace
 
 // memcpy with non-temporal stores for large copies: the destination is written without being
@@ -111,7 +119,7 @@ void copy_part(const std::vector<copy_segment>& segments, std::size_t total, int
 void parallel_copy(int threads, const std::vector<copy_segment>& segments) {
   std::size_t total = 0;
   for (const copy_segment& s : segments) total += s.bytes;
-  const int workers = (int)std::min<std::size_t>(std::max(threads, 1), std::max<std::size_t>(1, total / min_bytes_per_thread));
+  const int workers = (int)std::min<std::size_t>(std::max(threads, 1), std::max<std::size_t>(1, total / min_bytes_per_thread()));
   if (workers <= 1) {
     for (const copy_segment& s : segments) std::memcpy(s.dst, s.src, s.bytes);
     return;
