@@ -513,7 +513,7 @@ class cuda_backend final : public plan::impl {
     };
     auto copy_segments = [&] {  // segs, between the caller's buffers and the page-locked slots
       const auto a = sclock::now();
-      parallel_copy(copiers, segs);
+      parallel_copy(copiers, segs, staging_bytes_per_thread);
       if (!stats) return;
       t_copy += since(a);
       n_segs += (long long)segs.size();

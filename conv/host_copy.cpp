@@ -14,13 +14,12 @@
 namespace gpuconv::conv {
 
 namespace {
-// A thread for each this many bytes of a copy, at most `threads`: below it a copy is not worth
-// waking another thread for. GPUCONV_COPY_MIN_KB sets it (measurements; default 1024).
-std::size_t min_bytes_per_thread() {
+// GPUCONV_COPY_MIN_KB=k: every copy takes a thread for each k KiB (measurements); 0 when unset
+std::size_t bytes_per_thread_override() {
   static const std::size_t bytes = [] {
     const char* e = std::getenv("GPUCONV_COPY_MIN_KB");
-    const long v = e ? std::atol(e) : 1024;
-    return std::size_t(v >= 16 && v <= (1 << 20) ? v : 1024) << 10;
+    const long v = e ? std::atol(e) : 0;
+    return v >= 16 && v <= (1 << 20) ? std::size_t(v) << 10 : std::size_t(0);
   }();
   return bytes;
 }
@@ -116,10 +115,12 @@ void copy_part(const std::vector<copy_segment>& segments, std::size_t total, int
 
 }  // namespace
 
-void parallel_copy(int threads, const std::vector<copy_segment>& segments) {
+void parallel_copy(int threads, const std::vector<copy_segment>& segments, std::size_t bytes_per_thread) {
   std::size_t total = 0;
   for (const copy_segment& s : segments) total += s.bytes;
-  const int workers = (int)std::min<std::size_t>(std::max(threads, 1), std::max<std::size_t>(1, total / min_bytes_per_thread()));
+  if (const std::size_t o = bytes_per_thread_override()) bytes_per_thread = o;
+  bytes_per_thread = std::max<std::size_t>(bytes_per_thread, 1);
+  const int workers = (int)std::min<std::size_t>(std::max(threads, 1), std::max<std::size_t>(1, total / bytes_per_thread));
   if (workers <= 1) {
     for (const copy_segment& s : segments) std::memcpy(s.dst, s.src, s.bytes);
     return;

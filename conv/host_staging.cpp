@@ -121,7 +121,7 @@ void host_staging::upload(const std::vector<host_transfer>& parts, cudaStream_t 
     }
     segs.clear();
     for (const chunk::piece& p : cs[i].pieces) segs.push_back({slot(s) + p.offset, p.host, p.bytes});
-    parallel_copy(threads_, segs);
+    parallel_copy(threads_, segs, staging_bytes_per_thread);
     for (const chunk::piece& r : cs[i].runs)
       GPUCONV_CUDA(cudaMemcpyAsync(r.device, slot(s) + r.offset, r.bytes, cudaMemcpyHostToDevice, stream));
     GPUCONV_CUDA(cudaEventRecord(done_[s], stream));
@@ -159,7 +159,7 @@ void host_staging::download(const std::vector<host_transfer>& parts, cudaStream_
     pending_[s] = false;
     segs.clear();
     for (const chunk::piece& p : cs[i].pieces) segs.push_back({p.host, slot(s) + p.offset, p.bytes});
-    parallel_copy(threads_, segs);
+    parallel_copy(threads_, segs, staging_bytes_per_thread);
     if (i + slots < cs.size()) issue(i + slots);
   }
 }

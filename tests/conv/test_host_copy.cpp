@@ -10,9 +10,14 @@
 using gpuconv::conv::copy_segment;
 using gpuconv::conv::parallel_copy;
 
-TEST_CASE("parallel_copy copies every segment exactly, any thread count and split", "[conv]") {
+TEST_CASE("parallel_copy copies every segment exactly, any thread count, split and bytes a thread", "[conv]") {
   const std::size_t mb = std::size_t(1) << 20;
-  for (int threads : {1, 2, 3, 8}) {
+  // the application's default bytes a thread, plan::execute's staging, and a thread per byte
+  const std::size_t per_threads[] = {gpuconv::conv::copy_bytes_per_thread, gpuconv::conv::staging_bytes_per_thread, 1};
+  const int thread_counts[] = {1, 2, 3, 8};
+  for (int run = 0; run < 12; ++run) {
+    const std::size_t per_thread = per_threads[run / 4];
+    const int threads = thread_counts[run % 4];
     // sizes around the split points: tiny, odd, several MB, one segment much larger
     for (const std::vector<std::size_t>& sizes : std::vector<std::vector<std::size_t>>{
              {0}, {1}, {7, 0, 13}, {5 * mb + 3}, {mb, 1, mb + 17, 3 * mb, 2}, {64 * 1024, 9 * mb + 1, 5}}) {
@@ -28,7 +33,7 @@ TEST_CASE("parallel_copy copies every segment exactly, any thread count and spli
         at += s;
         out += s + 1;
       }
-      parallel_copy(threads, segs);
+      parallel_copy(threads, segs, per_thread);
       at = out = 0;
       bool same = true;
       for (std::size_t s : sizes) {
@@ -37,7 +42,7 @@ TEST_CASE("parallel_copy copies every segment exactly, any thread count and spli
         at += s;
         out += s + 1;
       }
-      INFO(threads << " threads, " << sizes.size() << " segments, " << total << " bytes");
+      INFO(threads << " threads, a thread a " << per_thread << " bytes, " << sizes.size() << " segments, " << total << " bytes");
       CHECK(same);
     }
   }
