@@ -38,7 +38,8 @@ def _cap_bytes() -> int:
     try:
         mb = int(raw) if raw.strip() else 1024
     except ValueError:
-        raise ValueError(f"GPUCONV_HOST_CACHE_MB={raw!r}: expected a whole number of MiB (0 turns the cache off)")
+        raise ValueError(f"GPUCONV_HOST_CACHE_MB={raw!r}: expected a whole number of MiB "
+                         "(0 turns the cache off)") from None
     return max(mb, 0) << 20
 
 
