@@ -18,6 +18,11 @@ set -uo pipefail
 bin=${GPUCONV_BIN:-build-portable/apps/gpuconv}
 tests=${GPUCONV_APP_TESTS:-build-portable/tests/gpuconv_app_tests}
 out=${OUT:-$PWD/gpu-app-logs}
+# carried gzipped (the device tool carries 64 MiB in all; the binary is ~66 MB, the tests ~71 MB,
+# ~24 MB each gzipped): FILE.gz beside a missing FILE is unpacked first
+for f in "$bin" "$tests"; do
+  if [ ! -e "$f" ] && [ -f "$f.gz" ]; then gunzip -c "$f.gz" > "$f" && chmod +x "$f"; fi
+done
 images=96 reps=3 png_images=256 run_tests=1 sanitize=0 bench=1 sweep=0 jobs=$(nproc)
 sweep_settings=${SWEEP:-"GPUCONV_DECODE_STAGES=3;GPUCONV_DECODE_STAGES=2;GPUCONV_STARTUP_DECODERS=16;GPUCONV_DECODE_BATCH=16"}
 while [ $# -gt 0 ]; do
