@@ -79,10 +79,11 @@ struct block_rows_t {
   __device__ explicit block_rows_t(long long batch) : groups((batch + policy::rows_per_block - 1) / policy::rows_per_block) {}
   __device__ long long row_of(long long group) const { return group * policy::rows_per_block + local_row; }
 
-  // Z[(N - k) mod N] for each held k = t + T*m (v[m] = Z[k]); T > 32 goes through shared memory.
+  // Z[(N - k) mod N] for each held k = t + T*m (v[m] = Z[k]); policy::shared_partners through
+  // shared memory, else by shuffles (T <= 32)
   template <typename fft>
   __device__ GPUCONV_INLINE items_t partners(const items_t& v, complex_t<float>* row_shared) const {
-    if constexpr (T <= 32) {
+    if constexpr (!policy::shared_partners) {
       return mirror_partners<T, P>(v, t);
     } else {
       items_t p;
@@ -92,6 +93,20 @@ struct block_rows_t {
       static_for<P>([&](auto m) { p[m.value] = row_shared[fft::padded((N - t - T * m.value) & (N - 1))]; });
       return p;
     }
+  }
+
+  // The flat kernels' partners, one value at a time (no second array of P values, which the
+  // persistent kernels keep: at n = 4096 C2R 2-4% faster so; H200, session 51): publish puts
+  // v[m] = Z[t + T*m] in the row's buffer, then partner<m>() reads Z[(N - t - T*m) mod N]
+  template <typename fft>
+  __device__ GPUCONV_INLINE void publish(const items_t& v, complex_t<float>* row_shared) const {
+    fft::sync();  // earlier reads of the buffer are done
+    static_for<P>([&](auto m) { row_shared[fft::padded(t + T * m.value)] = v[m.value]; });
+    fft::sync();
+  }
+  template <typename fft, int m>
+  __device__ GPUCONV_INLINE complex_t<float> partner(const complex_t<float>* row_shared) const {
+    return row_shared[fft::padded((N - t - T * m) & (N - 1))];
   }
 
   // the row's Stockham passes
@@ -163,10 +178,21 @@ __device__ GPUCONV_INLINE void r2c_rows_in_block(const float* in, complex_t<floa
       load(v, group);
     }
     fft::run(v, row_shared, t, table);
-    const auto partner = rows.template partners<fft>(v, row_shared);
     const long long row = rows.row_of(group);
-    static_for<P>([&](auto m) { v[m.value] = r2c_post(v[m.value], partner[m.value], load_ro(table + t + T * m.value)); });
-    const complex_t<float> x_last = r2c_post(partner[0], partner[0], load_ro(table + N));  // lane 0: Z[0]
+    complex_t<float> x_last;  // lane 0: from Z[0]
+    if constexpr (rows_t::policy::flat) {
+      static_assert(rows_t::policy::shared_partners, "r2c_rows_in_block: flat rows pair through shared memory");
+      rows.template publish<fft>(v, row_shared);
+      static_for<P>([&](auto m) {
+        const auto p = rows.template partner<fft, decltype(m)::value>(row_shared);
+        if constexpr (decltype(m)::value == 0) x_last = r2c_post(p, p, load_ro(table + N));
+        v[m.value] = r2c_post(v[m.value], p, load_ro(table + t + T * m.value));
+      });
+    } else {
+      const auto partner = rows.template partners<fft>(v, row_shared);
+      static_for<P>([&](auto m) { v[m.value] = r2c_post(v[m.value], partner[m.value], load_ro(table + t + T * m.value)); });
+      x_last = r2c_post(partner[0], partner[0], load_ro(table + N));
+    }
     if constexpr (rows_t::policy::stage_complex_output) {
       static_assert(T <= N / 16, "the staging stride N + T must fit the row's exchange buffer");
       // the warp's rows are contiguous in global memory and in row_shared
@@ -222,14 +248,31 @@ __device__ GPUCONV_INLINE void c2r_rows_in_block(const complex_t<float>* in, flo
     } else {
       load(v, x_last, group);
     }
-    auto partner = rows.template partners<fft>(v, row_shared);  // X[N - k]; for k = 0 that is X[N]
-    if (t == 0) {
-      partner[0] = x_last;
-      v[0].im = 0.f;  // X[0] and X[N] are real in a Hermitian spectrum
-      partner[0].im = 0.f;
+    if constexpr (rows_t::policy::flat) {
+      static_assert(rows_t::policy::shared_partners, "c2r_rows_in_block: flat rows pair through shared memory");
+      if (t == 0) {
+        v[0].im = 0.f;  // X[0] and X[N] are real in a Hermitian spectrum
+        x_last.im = 0.f;
+      }
+      rows.template publish<fft>(v, row_shared);
+      static_for<P>([&](auto m) {
+        auto p = rows.template partner<fft, decltype(m)::value>(row_shared);  // X[N - k]; for k = 0 that is X[N]
+        if constexpr (decltype(m)::value == 0) {
+          if (t == 0) p = x_last;
+        }
+        v[m.value] = c2r_pre(v[m.value], p, load_ro(table + t + T * m.value));
+      });
+      fft::sync();  // partner reads are done before pass 1 writes
+    } else {
+      auto partner = rows.template partners<fft>(v, row_shared);  // X[N - k]; for k = 0 that is X[N]
+      if (t == 0) {
+        partner[0] = x_last;
+        v[0].im = 0.f;  // X[0] and X[N] are real in a Hermitian spectrum
+        partner[0].im = 0.f;
+      }
+      static_for<P>([&](auto m) { v[m.value] = c2r_pre(v[m.value], partner[m.value], load_ro(table + t + T * m.value)); });
+      if constexpr (rows_t::policy::shared_partners) fft::sync();  // partner reads are done before pass 1 writes
     }
-    static_for<P>([&](auto m) { v[m.value] = c2r_pre(v[m.value], partner[m.value], load_ro(table + t + T * m.value)); });
-    if constexpr (T > 32) fft::sync();  // partner reads are done before pass 1 writes
     fft::run(v, row_shared, t, table);
     const long long row = rows.row_of(group);
     if (row < batch) {

@@ -65,6 +65,37 @@
 #ifndef GPUCONV_REAL_1D_ASYNC_C2R_SIZES
 #define GPUCONV_REAL_1D_ASYNC_C2R_SIZES (128 + 1024)
 #endif
+// The sizes n (a sum; R2C, and C2R) whose rows over several threads run 16 values a thread and
+// one group of rows a block, the grid as many blocks as groups, instead of persistent blocks:
+// nothing loaded ahead (no register prefetch, no staging), so the register cap can be near
+// cuFFT's (48-64 at 16 values a thread) and the loads in flight come from the warps an SM holds.
+// GPUCONV_REAL_1D_FLAT_REGS (_C2R_REGS): that cap (blocks an SM = 65536 / (block threads x cap));
+// GPUCONV_REAL_1D_FLAT_THREADS: the block's threads where a row lies within a warp.
+// H200, session 51, R2C at 72 registers and 128 threads against the persistent kernels: n = 1024
+// 0.98-0.99x cuFFT (0.89-0.90x), 2048 0.95x (0.91-0.92x), 4096 0.95x (0.85x); 64 registers spilled
+// less than 8 bytes and lost 2-6%. C2R flat (then with a second array of partners) lost: 0.80-0.87x.
+#ifndef GPUCONV_REAL_1D_FLAT_SIZES
+#define GPUCONV_REAL_1D_FLAT_SIZES (1024 + 2048 + 4096)
+#endif
+#ifndef GPUCONV_REAL_1D_FLAT_C2R_SIZES
+#define GPUCONV_REAL_1D_FLAT_C2R_SIZES 0
+#endif
+#ifndef GPUCONV_REAL_1D_FLAT_REGS
+#define GPUCONV_REAL_1D_FLAT_REGS 72
+#endif
+#ifndef GPUCONV_REAL_1D_FLAT_C2R_REGS
+#define GPUCONV_REAL_1D_FLAT_C2R_REGS 80
+#endif
+#ifndef GPUCONV_REAL_1D_FLAT_THREADS
+#define GPUCONV_REAL_1D_FLAT_THREADS 128
+#endif
+// 1: the flat kernels whose rows lie within a warp pair each value with its mirror partner by
+// shuffles into a second array of values a thread (as the persistent ones do); 0: through the
+// row's shared buffer, as rows over several warps do (at n = 1024 under a 64-register cap:
+// 8 bytes of spills against 168-320, 0.96x cuFFT against 0.49x; H200, session 51).
+#ifndef GPUCONV_REAL_1D_FLAT_SHUFFLE_PARTNERS
+#define GPUCONV_REAL_1D_FLAT_SHUFFLE_PARTNERS 0
+#endif
 #ifndef GPUCONV_REAL_1D_ASYNC_BLOCKS  // blocks a multiprocessor the async kernels' registers allow
 #define GPUCONV_REAL_1D_ASYNC_BLOCKS 2
 #endif
@@ -81,10 +112,13 @@ struct real_1d_policy {
   static constexpr int output_length = half + 1;           // R2C: complex per row out
   // Rows up to 64 points live in one thread's registers; longer rows use 16 values per
   // thread (32 from n = 2048: two passes of radix 32, one exchange through shared memory, and
-  // the row stays inside one warp; n = 4096 on its own switch) and Stockham passes through
-  // shared memory. Measured on the H100 and the H200: docs/benchmarks.md.
+  // the row stays inside one warp; n = 4096 on its own switch; the flat kernels 16) and
+  // Stockham passes through shared memory. Measured on the H100 and the H200: docs/benchmarks.md.
+  static constexpr bool flat =
+      half > 32 && ((inverse_ ? GPUCONV_REAL_1D_FLAT_C2R_SIZES : GPUCONV_REAL_1D_FLAT_SIZES) & n) != 0;
   static constexpr int threads_per_row =
       half <= 32     ? 1
+      : flat         ? half / 16
       : n == 4096    ? half / GPUCONV_REAL_1D_4096_ITEMS
       : n >= GPUCONV_REAL_1D_LARGE_FROM ? half / GPUCONV_REAL_1D_LARGE_ITEMS
                                         : half / 16;
@@ -95,6 +129,7 @@ struct real_1d_policy {
   static constexpr int block_threads =
       threads_per_row == 1 ? 128
       : threads_per_row > 32 ? threads_per_row
+      : flat ? (GPUCONV_REAL_1D_FLAT_THREADS > threads_per_row ? GPUCONV_REAL_1D_FLAT_THREADS : threads_per_row)
                              : (4096 / items_per_thread > threads_per_row ? 4096 / items_per_thread : threads_per_row);
   static constexpr int rows_per_block = block_threads / threads_per_row;
   // one-lane-per-row R2C: rows of 128 bytes and more are loaded through shared memory
@@ -102,8 +137,11 @@ struct real_1d_policy {
   // one-lane-per-row kernels stage each warp's rows through shared memory
   static constexpr int warp_stage_bytes =
       32 * ((output_length * 8) > ((n + 4) * 4) ? (output_length * 8) : ((n + 4) * 4));
-  // several-threads-per-row kernels run persistent blocks (grid from the occupancy)
-  static constexpr bool persistent = threads_per_row > 1;
+  // several-threads-per-row kernels run persistent blocks (grid from the occupancy), but for
+  // the flat ones (a block a group of rows)
+  static constexpr bool persistent = threads_per_row > 1 && !flat;
+  // the real transforms' mirror partners through shared memory (else by shuffles, T <= 32)
+  static constexpr bool shared_partners = threads_per_row > 32 || (flat && !GPUCONV_REAL_1D_FLAT_SHUFFLE_PARTNERS);
   // Persistent blocks whose rows lie within a warp can stage the next group's input into
   // shared memory by cp.async while they transform this one (each warp its own rows: no block
   // barrier), so the loads in flight take no registers and two blocks fit a multiprocessor.
@@ -117,8 +155,10 @@ struct real_1d_policy {
       ((inverse_ ? GPUCONV_REAL_1D_ASYNC_C2R_SIZES : GPUCONV_REAL_1D_ASYNC_SIZES) & n) != 0;
   // register cap through __launch_bounds__: without it the compiler hoists the next group's
   // loads and the twiddle loads far ahead and uses ~180 registers (one block per SM)
+  static constexpr int flat_regs = inverse_ ? GPUCONV_REAL_1D_FLAT_C2R_REGS : GPUCONV_REAL_1D_FLAT_REGS;
   static constexpr int min_blocks_per_sm =
-      !persistent   ? GPUCONV_REAL_1D_LANE_MIN_BLOCKS
+      threads_per_row == 1 ? GPUCONV_REAL_1D_LANE_MIN_BLOCKS
+      : flat        ? (65536 / (block_threads * flat_regs) > 1 ? 65536 / (block_threads * flat_regs) : 1)
       : async_input ? GPUCONV_REAL_1D_ASYNC_BLOCKS
       : n == 4096   ? (inverse_ ? GPUCONV_REAL_1D_4096_MIN_BLOCKS : GPUCONV_REAL_1D_4096_R2C_MIN_BLOCKS)
                     : GPUCONV_REAL_1D_MIN_BLOCKS;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "../device/shared_limit.hpp"
 #include "../kernels/real_1d.cuh"
@@ -27,7 +28,10 @@ unsigned grid_size(Kernel kernel, long long batch) {
   using policy = real_1d_policy<n, inverse>;
   allow_dynamic_shared(kernel, policy::shared_memory_bytes);
   const long long groups = (batch + policy::rows_per_block - 1) / policy::rows_per_block;
-  if (!policy::persistent) return (unsigned)groups;
+  if (!policy::persistent) {
+    if (groups > 0x7fffffffLL) throw std::invalid_argument("real_1d_plan: batch " + std::to_string(batch) + " too large");
+    return (unsigned)groups;
+  }
   int device = 0, sms = 0, per_sm = 0;
   GPUCONV_CUDA(cudaGetDevice(&device));
   GPUCONV_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -43,19 +47,24 @@ void require_length(int n) {
 
 }  // namespace
 
-std::vector<complex_t<float>> real_1d_plan::twiddles(int n) {
+std::vector<complex_t<float>> real_1d_plan::twiddles(int n, bool inverse) {
   require_length(n);
   auto table = twiddle_table<float>(n);
   dispatch_pow2<4>(n, [&](auto len) {
     constexpr int nn = decltype(len)::value;
-    if constexpr (real_1d_policy<nn>::threads_per_row > 1) {
-      using forward_passes = typename block_rows_t<nn, false>::passes_t;
-      using inverse_passes = typename block_rows_t<nn, true>::passes_t;
-      static_assert(forward_passes::pass_table_offset(nn / 2) == inverse_passes::pass_table_offset(nn / 2),
-                    "real_1d_plan: R2C and C2R read one table");
-      forward_passes::append_pass_tables(table);
-      if (table.size() != std::size_t(forward_passes::pass_table_offset(nn / 2)))
-        throw std::logic_error("real_1d_plan: twiddle table length");
+    auto append = [&](auto direction) {
+      constexpr bool inv = decltype(direction)::value;
+      if constexpr (real_1d_policy<nn, inv>::threads_per_row > 1) {
+        using passes = typename block_rows_t<nn, inv>::passes_t;
+        passes::append_pass_tables(table);
+        if (table.size() != std::size_t(passes::pass_table_offset(nn / 2)))
+          throw std::logic_error("real_1d_plan: twiddle table length");
+      }
+    };
+    if (inverse) {
+      append(std::true_type{});
+    } else {
+      append(std::false_type{});
     }
   });
   return table;
@@ -66,7 +75,12 @@ real_1d_plan::real_1d_plan(int n, long long batch) : n_(n), batch_(batch) {
   if (batch < 1) throw std::invalid_argument("real_1d_plan: batch " + std::to_string(batch) + " is < 1");
   const long long max_blocks = 0x7fffffffLL;
   if (batch / 2 > max_blocks) throw std::invalid_argument("real_1d_plan: batch " + std::to_string(batch) + " too large");
-  table_ = device_table_of(twiddles(n));
+  // C2R reads its own table where its passes differ from R2C's (real_1d_policy::flat)
+  const auto forward_table = twiddles(n), inverse_table = twiddles(n, true);
+  const bool same = std::equal(forward_table.begin(), forward_table.end(), inverse_table.begin(), inverse_table.end(),
+                               [](complex_t<float> a, complex_t<float> b) { return a.re == b.re && a.im == b.im; });
+  table_ = device_table_of(forward_table);
+  if (!same) inverse_table_ = device_table_of(inverse_table);
   dispatch_pow2<4>(n, [&](auto len) {
     constexpr int nn = decltype(len)::value;
     r2c_grid_ = grid_size<nn, false>(r2c_1d_kernel<nn>, batch);
@@ -92,7 +106,7 @@ void real_1d_plan::inverse(const complex_t<float>* in, float* out, cudaStream_t 
     constexpr int nn = decltype(len)::value;
     launch_maybe_early(c2r_1d_kernel<nn>, c2r_grid_, real_1d_policy<nn, true>::block_threads,
                        real_1d_policy<nn, true>::shared_memory_bytes, stream, early,
-                       "c2r_1d_kernel", in, out, batch_, table_.data());
+                       "c2r_1d_kernel", in, out, batch_, inverse_table_.size() ? inverse_table_.data() : table_.data());
   });
 }
 

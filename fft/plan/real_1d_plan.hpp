@@ -31,8 +31,9 @@ class real_1d_plan {
   // The twiddle table the kernels of length n read (host side, no GPU needed): W_n^k for k < n
   // (the real pre- and post-processing), then, where the rows' Stockham passes read per-pass
   // tables (real_1d_policy::pass_tables), each pass's W_{Ns R}^{j r} in the order its threads
-  // read them (fft/block/stockham.cuh). Throws as the constructor for a bad n.
-  static std::vector<complex_t<float>> twiddles(int n);
+  // read them (fft/block/stockham.cuh); `inverse`: the C2R kernel's (its passes may differ from
+  // R2C's: real_1d_policy::flat). Throws as the constructor for a bad n.
+  static std::vector<complex_t<float>> twiddles(int n, bool inverse = false);
 
   int length() const { return n_; }
   long long batch() const { return batch_; }
@@ -42,7 +43,8 @@ class real_1d_plan {
  private:
   int n_;
   long long batch_;
-  device_buffer<complex_t<float>> table_;  // twiddles(n)
+  device_buffer<complex_t<float>> table_;          // twiddles(n)
+  device_buffer<complex_t<float>> inverse_table_;  // twiddles(n, true) where it differs (else empty)
   unsigned r2c_grid_ = 0, c2r_grid_ = 0;   // blocks per launch, from the policy and the occupancy
 };
 

@@ -116,10 +116,12 @@ TEST_CASE("GPU plan rejects null and misaligned pointers", "[fft][gpu]") {
 }
 
 TEST_CASE("1D plan's twiddle table: W_n^k, then each Stockham pass's W_{Ns R}^{j r} in read order", "[fft]") {
-  // host side only: the table the kernels read, against the roots in double
+  // host side only: the tables the kernels read (R2C's, and C2R's: its passes may differ),
+  // against the roots in double
   const int n = GENERATE(4, 64, 128, 256, 1024, 2048, 4096);
-  CAPTURE(n);
-  const auto table = fft::real_1d_plan::twiddles(n);
+  const bool inverse = GENERATE(false, true);
+  CAPTURE(n, inverse);
+  const auto table = fft::real_1d_plan::twiddles(n, inverse);
   REQUIRE(table.size() >= std::size_t(n));
   double worst = 0;
   auto check = [&](std::size_t at, long long k, long long m) {
@@ -131,9 +133,11 @@ TEST_CASE("1D plan's twiddle table: W_n^k, then each Stockham pass's W_{Ns R}^{j
   // with R = min(N / Ns, P); entries (r - 1) * Ns + j, 1 <= r < R, j < Ns
   std::size_t at = std::size_t(n);
   fft::dispatch_pow2<4>(n, [&](auto len) {
-    using policy = fft::real_1d_policy<decltype(len)::value>;
-    if (!policy::pass_tables) return;
-    const int N = n / 2, P = policy::items_per_thread;
+    constexpr int nn = decltype(len)::value;
+    const bool pass_tables = inverse ? fft::real_1d_policy<nn, true>::pass_tables : fft::real_1d_policy<nn>::pass_tables;
+    if (!pass_tables) return;
+    const int N = n / 2,
+              P = inverse ? fft::real_1d_policy<nn, true>::items_per_thread : fft::real_1d_policy<nn>::items_per_thread;
     for (int ns = P; ns < N; ns *= std::min(N / ns, P)) {
       const int R = std::min(N / ns, P);
       for (int r = 1; r < R; ++r)
