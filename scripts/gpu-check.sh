@@ -90,7 +90,10 @@ sanitize_case() {
 if [ "$sanitize" = 1 ]; then
   export -f sanitize_case
   export build out san_cap
-  mapfile -t san_cases < <("$build/tests/gpuconv_tests" --list-tests --verbosity quiet "$san_filter")
+  # only [gpu] cases: compute-sanitizer fails a process that makes no CUDA call (exit 255,
+  # "terminated before first instrumented API call"), so a filter's host cases are left out
+  mapfile -t san_cases < <(comm -12 <("$build/tests/gpuconv_tests" --list-tests --verbosity quiet "$san_filter" | sort) \
+                                    <("$build/tests/gpuconv_tests" --list-tests --verbosity quiet "[gpu]" | sort))
   for tool in ${san_tools//,/ }; do
     t0=$(date +%s)
     rm -f "$out/sanitize-$tool-"*.sum
