@@ -73,7 +73,8 @@
 // GPUCONV_REAL_1D_FLAT_THREADS: the block's threads where a row lies within a warp.
 // H200, session 51, R2C at 72 registers and 128 threads against the persistent kernels: n = 1024
 // 0.98-0.99x cuFFT (0.89-0.90x), 2048 0.95x (0.91-0.92x), 4096 0.95x (0.85x); 64 registers spilled
-// less than 8 bytes and lost 2-6%. C2R flat (then with a second array of partners) lost: 0.80-0.87x.
+// less than 8 bytes and lost 2-6%. C2R flat lost at 72-96 registers (0.79-0.90x against the
+// persistent kernels' 0.81-0.90x; spills of 8-32 bytes), so it stays persistent by default.
 #ifndef GPUCONV_REAL_1D_FLAT_SIZES
 #define GPUCONV_REAL_1D_FLAT_SIZES (1024 + 2048 + 4096)
 #endif
