@@ -160,7 +160,12 @@ __device__ GPUCONV_INLINE void r2c_rows_in_block(const float* in, complex_t<floa
   auto load = [&](typename rows_t::items_t& v, long long group) {
     const long long row = rows.row_of(group);
     const bool ok = group < rows.groups && row < batch;
-    static_for<P>([&](auto m) { v[m.value] = ok ? load_ro(z + row * N + t + T * m.value) : complex_t<float>{0.f, 0.f}; });
+    if constexpr (GPUCONV_REAL_1D_ROW_BASE) {
+      const complex_t<float>* mine = z + row * N + t;  // one base: the loads take immediate offsets
+      static_for<P>([&](auto m) { v[m.value] = ok ? load_ro(mine + T * m.value) : complex_t<float>{0.f, 0.f}; });
+    } else {
+      static_for<P>([&](auto m) { v[m.value] = ok ? load_ro(z + row * N + t + T * m.value) : complex_t<float>{0.f, 0.f}; });
+    }
   };
   auto* staging = reinterpret_cast<complex_t<float>*>(shared + rows_t::policy::exchange_bytes);
   typename rows_t::items_t next, v;
@@ -227,7 +232,12 @@ __device__ GPUCONV_INLINE void c2r_rows_in_block(const complex_t<float>* in, flo
     const long long row = rows.row_of(group);
     const bool ok = group < rows.groups && row < batch;
     const complex_t<float>* src = in + row * (N + 1);
-    static_for<P>([&](auto m) { v[m.value] = ok ? load_ro(src + t + T * m.value) : complex_t<float>{0.f, 0.f}; });
+    if constexpr (GPUCONV_REAL_1D_ROW_BASE) {
+      const complex_t<float>* mine = src + t;  // one base: the loads take immediate offsets
+      static_for<P>([&](auto m) { v[m.value] = ok ? load_ro(mine + T * m.value) : complex_t<float>{0.f, 0.f}; });
+    } else {
+      static_for<P>([&](auto m) { v[m.value] = ok ? load_ro(src + t + T * m.value) : complex_t<float>{0.f, 0.f}; });
+    }
     last = (ok && t == 0) ? load_ro(src + N) : complex_t<float>{0.f, 0.f};
   };
   auto* staging = reinterpret_cast<complex_t<float>*>(shared + rows_t::policy::exchange_bytes);

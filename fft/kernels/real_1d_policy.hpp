@@ -87,6 +87,14 @@
 #ifndef GPUCONV_REAL_1D_FLAT_C2R_REGS
 #define GPUCONV_REAL_1D_FLAT_C2R_REGS 80
 #endif
+// 1: the block-row kernels' global loads of a row address it from one pointer a thread (the
+// row's start plus t), so that the P loads take immediate offsets from one register pair. As
+// written with 0, ptxas gives each load an address pair of its own (32 registers for 16 values):
+// a flat C2R at 72 registers then spills 32 bytes, with 1 none (ptxas, session 51). Not timed
+// yet: 0 by default.
+#ifndef GPUCONV_REAL_1D_ROW_BASE
+#define GPUCONV_REAL_1D_ROW_BASE 0
+#endif
 #ifndef GPUCONV_REAL_1D_FLAT_THREADS
 #define GPUCONV_REAL_1D_FLAT_THREADS 128
 #endif
