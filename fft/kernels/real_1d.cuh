@@ -87,17 +87,16 @@ struct block_rows_t {
       return mirror_partners<T, P>(v, t);
     } else {
       items_t p;
-      fft::sync();  // earlier reads of the buffer are done
-      static_for<P>([&](auto m) { row_shared[fft::padded(t + T * m.value)] = v[m.value]; });
-      fft::sync();
-      static_for<P>([&](auto m) { p[m.value] = row_shared[fft::padded((N - t - T * m.value) & (N - 1))]; });
+      publish<fft>(v, row_shared);
+      static_for<P>([&](auto m) { p[m.value] = partner<fft, decltype(m)::value>(row_shared); });
       return p;
     }
   }
 
-  // The flat kernels' partners, one value at a time (no second array of P values, which the
-  // persistent kernels keep: at n = 4096 C2R 2-4% faster so; H200, session 51): publish puts
-  // v[m] = Z[t + T*m] in the row's buffer, then partner<m>() reads Z[(N - t - T*m) mod N]
+  // The same through shared memory one value at a time, as the flat kernels take them (no
+  // second array of P values, which the persistent kernels keep: at n = 4096 C2R 2-4% faster
+  // so; H200, session 51): publish puts v[m] = Z[t + T*m] in the row's buffer, then
+  // partner<m>() reads Z[(N - t - T*m) mod N]
   template <typename fft>
   __device__ GPUCONV_INLINE void publish(const items_t& v, complex_t<float>* row_shared) const {
     fft::sync();  // earlier reads of the buffer are done

@@ -164,10 +164,11 @@ struct real_1d_policy {
       ((inverse_ ? GPUCONV_REAL_1D_ASYNC_C2R_SIZES : GPUCONV_REAL_1D_ASYNC_SIZES) & n) != 0;
   // register cap through __launch_bounds__: without it the compiler hoists the next group's
   // loads and the twiddle loads far ahead and uses ~180 registers (one block per SM)
-  static constexpr int flat_regs = inverse_ ? GPUCONV_REAL_1D_FLAT_C2R_REGS : GPUCONV_REAL_1D_FLAT_REGS;
+  static constexpr int flat_blocks =
+      65536 / (block_threads * (inverse_ ? GPUCONV_REAL_1D_FLAT_C2R_REGS : GPUCONV_REAL_1D_FLAT_REGS));
   static constexpr int min_blocks_per_sm =
       threads_per_row == 1 ? GPUCONV_REAL_1D_LANE_MIN_BLOCKS
-      : flat        ? (65536 / (block_threads * flat_regs) > 1 ? 65536 / (block_threads * flat_regs) : 1)
+      : flat        ? (flat_blocks > 1 ? flat_blocks : 1)
       : async_input ? GPUCONV_REAL_1D_ASYNC_BLOCKS
       : n == 4096   ? (inverse_ ? GPUCONV_REAL_1D_4096_MIN_BLOCKS : GPUCONV_REAL_1D_4096_R2C_MIN_BLOCKS)
                     : GPUCONV_REAL_1D_MIN_BLOCKS;
