@@ -78,11 +78,12 @@
 // persistent kernels' 0.81-0.90x; spills of 8-32 bytes) until its loads took one address per
 // thread (GPUCONV_REAL_1D_ROW_BASE below); then, session 52, at 72 registers: n = 1024 1.01-1.02x
 // cuFFT (persistent 0.90-0.91x), 2048 0.91-0.93x (0.90x), 4096 0.91-0.95x (0.81-0.88x); 80
-// registers 0.98-0.99x / 0.92-0.94x / 0.89-0.92x, 64 (spilling) 0.82-0.83x / 0.76-0.77x / 0.75-0.76x. R2C's cap,
-// same session: 80 registers 1.00x / 1.00x / 0.94-0.95x against 72's 0.99x / 0.95-0.96x /
-// 0.93-0.94x (88 as 80; 104 and 128: 0.65x at 4096). Flat at n = 128-512 too (against the
-// persistent kernels, three rounds): C2R 1.05-1.07x / 1.11-1.13x / 1.35x (1.00x / 1.02x /
-// 1.23x), R2C 1.03x / 1.11x / 1.22x (1.05x / 1.01x / 1.19x): R2C at 128 stays persistent.
+// registers 0.98-0.99x / 0.92-0.94x / 0.89-0.92x, 64 (spilling) 0.82-0.83x / 0.76-0.77x /
+// 0.75-0.76x. R2C's cap, same session: 80 registers 1.00x / 1.00x / 0.94-0.95x against 72's
+// 0.99x / 0.95-0.96x / 0.93-0.94x (88 as 80; 104 and 128: 0.65x at 4096). Flat at n = 128-512
+// too (against the persistent kernels, three rounds): C2R 1.05-1.07x / 1.11-1.13x / 1.35x
+// (1.00x / 1.02x / 1.23x), R2C 1.03x / 1.11x / 1.22x (1.05x / 1.01x / 1.19x): R2C at 128 stays
+// persistent.
 #ifndef GPUCONV_REAL_1D_FLAT_SIZES
 #define GPUCONV_REAL_1D_FLAT_SIZES (256 + 512 + 1024 + 2048 + 4096)
 #endif
