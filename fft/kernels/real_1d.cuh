@@ -108,6 +108,15 @@ struct block_rows_t {
     return row_shared[fft::padded((N - t - T * m) & (N - 1))];
   }
 
+  // v[m] = row[t + T*m] (zeros where !ok), from one pointer a thread so that the P loads take
+  // immediate offsets: written as row + t + T*m, ptxas gave each load an address pair of its own
+  // and a flat C2R at 72 registers spilled 32 bytes (none so; 0.90x -> 1.01x cuFFT at n = 1024,
+  // R2C within 1%: H200, sessions 51-52)
+  __device__ GPUCONV_INLINE void load_row(items_t& v, const complex_t<float>* row, bool ok) const {
+    const complex_t<float>* mine = row + t;
+    static_for<P>([&](auto m) { v[m.value] = ok ? load_ro(mine + T * m.value) : complex_t<float>{0.f, 0.f}; });
+  }
+
   // the row's Stockham passes
   using passes_t =
       block_fft_t<N, T, inverse, twiddle_load_ro, false, policy::pad_shift, policy::pass_tables>;
@@ -159,12 +168,7 @@ __device__ GPUCONV_INLINE void r2c_rows_in_block(const float* in, complex_t<floa
   auto load = [&](typename rows_t::items_t& v, long long group) {
     const long long row = rows.row_of(group);
     const bool ok = group < rows.groups && row < batch;
-    if constexpr (GPUCONV_REAL_1D_ROW_BASE) {
-      const complex_t<float>* mine = z + row * N + t;  // one base: the loads take immediate offsets
-      static_for<P>([&](auto m) { v[m.value] = ok ? load_ro(mine + T * m.value) : complex_t<float>{0.f, 0.f}; });
-    } else {
-      static_for<P>([&](auto m) { v[m.value] = ok ? load_ro(z + row * N + t + T * m.value) : complex_t<float>{0.f, 0.f}; });
-    }
+    rows.load_row(v, z + row * N, ok);
   };
   auto* staging = reinterpret_cast<complex_t<float>*>(shared + rows_t::policy::exchange_bytes);
   typename rows_t::items_t next, v;
@@ -231,12 +235,7 @@ __device__ GPUCONV_INLINE void c2r_rows_in_block(const complex_t<float>* in, flo
     const long long row = rows.row_of(group);
     const bool ok = group < rows.groups && row < batch;
     const complex_t<float>* src = in + row * (N + 1);
-    if constexpr (GPUCONV_REAL_1D_ROW_BASE) {
-      const complex_t<float>* mine = src + t;  // one base: the loads take immediate offsets
-      static_for<P>([&](auto m) { v[m.value] = ok ? load_ro(mine + T * m.value) : complex_t<float>{0.f, 0.f}; });
-    } else {
-      static_for<P>([&](auto m) { v[m.value] = ok ? load_ro(src + t + T * m.value) : complex_t<float>{0.f, 0.f}; });
-    }
+    rows.load_row(v, src, ok);
     last = (ok && t == 0) ? load_ro(src + N) : complex_t<float>{0.f, 0.f};
   };
   auto* staging = reinterpret_cast<complex_t<float>*>(shared + rows_t::policy::exchange_bytes);

@@ -76,7 +76,7 @@
 // 0.98-0.99x cuFFT (0.89-0.90x), 2048 0.95x (0.91-0.92x), 4096 0.95x (0.85x); 64 registers spilled
 // less than 8 bytes and lost 2-6%. C2R flat lost at 72-96 registers (0.79-0.90x against the
 // persistent kernels' 0.81-0.90x; spills of 8-32 bytes) until its loads took one address per
-// thread (GPUCONV_REAL_1D_ROW_BASE below); then, session 52, at 72 registers: n = 1024 1.01-1.02x
+// thread (block_rows_t::load_row); then, session 52, at 72 registers: n = 1024 1.01-1.02x
 // cuFFT (persistent 0.90-0.91x), 2048 0.91-0.93x (0.90x), 4096 0.91-0.95x (0.81-0.88x); 80
 // registers 0.98-0.99x / 0.92-0.94x / 0.89-0.92x, 64 (spilling) 0.82-0.83x / 0.76-0.77x /
 // 0.75-0.76x. R2C's cap, same session: 80 registers 1.00x / 1.00x / 0.94-0.95x against 72's
@@ -95,14 +95,6 @@
 #endif
 #ifndef GPUCONV_REAL_1D_FLAT_C2R_REGS
 #define GPUCONV_REAL_1D_FLAT_C2R_REGS 72
-#endif
-// 1: the block-row kernels' global loads of a row address it from one pointer a thread (the
-// row's start plus t), so that the P loads take immediate offsets from one register pair. As
-// written with 0, ptxas gives each load an address pair of its own (32 registers for 16 values):
-// a flat C2R at 72 registers then spills 32 bytes, with 1 none (ptxas, session 51). Timed on
-// the H200 in session 52: R2C within 1% of 0 at every n (128-4096); it is what lets C2R go flat.
-#ifndef GPUCONV_REAL_1D_ROW_BASE
-#define GPUCONV_REAL_1D_ROW_BASE 1
 #endif
 #ifndef GPUCONV_REAL_1D_FLAT_THREADS
 #define GPUCONV_REAL_1D_FLAT_THREADS 128
