@@ -61,11 +61,11 @@ __device__ GPUCONV_INLINE void c2r_rows_in_registers(const complex_t<float>* in,
   warp_store_real_rows<n>(x, reinterpret_cast<float4*>(stage), out + first_row * n, rows);
 }
 
-// ---- rows over several threads: Stockham passes, persistent blocks ---------------------
+// ---- rows over several threads: Stockham passes ----------------------------------------
 //
-// Each block loops over groups of rows_per_block rows (grid-stride) and loads the next
-// group's values into registers before transforming the current one, so that memory
-// traffic overlaps the passes instead of alternating with them.
+// Flat kernels (real_1d_policy::flat) transform one group of rows_per_block rows a block. The
+// persistent ones (R2C only) loop over the groups (grid-stride) and stage the next group's rows
+// into shared memory by cp.async while they transform the current one.
 
 template <int n, bool inverse = false>
 struct block_rows_t {
@@ -79,24 +79,12 @@ struct block_rows_t {
   __device__ explicit block_rows_t(long long batch) : groups((batch + policy::rows_per_block - 1) / policy::rows_per_block) {}
   __device__ long long row_of(long long group) const { return group * policy::rows_per_block + local_row; }
 
-  // Z[(N - k) mod N] for each held k = t + T*m (v[m] = Z[k]); policy::shared_partners through
-  // shared memory, else by shuffles (T <= 32)
-  template <typename fft>
-  __device__ GPUCONV_INLINE items_t partners(const items_t& v, complex_t<float>* row_shared) const {
-    if constexpr (!policy::shared_partners) {
-      return mirror_partners<T, P>(v, t);
-    } else {
-      items_t p;
-      publish<fft>(v, row_shared);
-      static_for<P>([&](auto m) { p[m.value] = partner<fft, decltype(m)::value>(row_shared); });
-      return p;
-    }
-  }
-
-  // The same through shared memory one value at a time, as the flat kernels take them (no
-  // second array of P values, which the persistent kernels keep: at n = 4096 C2R 2-4% faster
-  // so; H200, session 51): publish puts v[m] = Z[t + T*m] in the row's buffer, then
-  // partner<m>() reads Z[(N - t - T*m) mod N]
+  // The flat kernels' mirror partners Z[(N - k) mod N] of each held k = t + T*m (v[m] = Z[k]),
+  // through shared memory one value at a time (the persistent kernels' rows lie within a warp
+  // and take a second array of P values by shuffles, mirror_partners; flat so at n = 1024 under
+  // a 64-register cap: 168-320 bytes of spills against 8, 0.49x cuFFT against 0.96x; H200,
+  // session 51): publish puts v[m] = Z[t + T*m] in the row's buffer, then partner<m>() reads
+  // Z[(N - t - T*m) mod N]
   template <typename fft>
   __device__ GPUCONV_INLINE void publish(const items_t& v, complex_t<float>* row_shared) const {
     fft::sync();  // earlier reads of the buffer are done
@@ -123,7 +111,7 @@ struct block_rows_t {
 
   static __device__ GPUCONV_INLINE void end_group() { passes_t::sync(); }  // the buffer is free for the next group
 
-  // async_input: the warp's rows of `group` (row length L complex in global memory, from `z`)
+  // persistent: the warp's rows of `group` (row length L complex in global memory, from `z`)
   // into its staging rows, without waiting (nothing past the batch or the last group)
   static constexpr int rows_per_warp = T <= 32 ? 32 / T : 1;
   template <int L>
@@ -140,7 +128,7 @@ struct block_rows_t {
     return staging + local_row * policy::stage_stride;
   }
 
-  // async_input: waits for `group` (staged one iteration ago), hands this thread's staged row
+  // persistent: waits for `group` (staged one iteration ago), hands this thread's staged row
   // to read(row, in_batch), then stages the block's next group into the buffer. (A second
   // buffer, so that the group after next loads during this one's transform, lost on the H200:
   // docs/benchmarks.md, session 47.)
@@ -171,17 +159,13 @@ __device__ GPUCONV_INLINE void r2c_rows_in_block(const float* in, complex_t<floa
     rows.load_row(v, z + row * N, ok);
   };
   auto* staging = reinterpret_cast<complex_t<float>*>(shared + rows_t::policy::exchange_bytes);
-  typename rows_t::items_t next, v;
-  if constexpr (rows_t::policy::prefetch) load(next, blockIdx.x);
-  if constexpr (rows_t::policy::async_input) rows.template stage<N>(staging, z, blockIdx.x, batch);
+  typename rows_t::items_t v;
+  if constexpr (rows_t::policy::persistent) rows.template stage<N>(staging, z, blockIdx.x, batch);
   for (long long group = blockIdx.x; group < rows.groups; group += gridDim.x) {
-    if constexpr (rows_t::policy::async_input) {
+    if constexpr (rows_t::policy::persistent) {
       rows.template take_staged<N>(staging, z, group, batch, [&](const complex_t<float>* mine, bool ok) {
         static_for<P>([&](auto m) { v[m.value] = ok ? mine[t + T * m.value] : complex_t<float>{0.f, 0.f}; });
       });
-    } else if constexpr (rows_t::policy::prefetch) {
-      v = next;
-      load(next, group + gridDim.x);
     } else {
       load(v, group);
     }
@@ -189,7 +173,6 @@ __device__ GPUCONV_INLINE void r2c_rows_in_block(const float* in, complex_t<floa
     const long long row = rows.row_of(group);
     complex_t<float> x_last;  // lane 0: from Z[0]
     if constexpr (rows_t::policy::flat) {
-      static_assert(rows_t::policy::shared_partners, "r2c_rows_in_block: flat rows pair through shared memory");
       rows.template publish<fft>(v, row_shared);
       static_for<P>([&](auto m) {
         const auto p = rows.template partner<fft, decltype(m)::value>(row_shared);
@@ -197,7 +180,8 @@ __device__ GPUCONV_INLINE void r2c_rows_in_block(const float* in, complex_t<floa
         v[m.value] = r2c_post(v[m.value], p, load_ro(table + t + T * m.value));
       });
     } else {
-      const auto partner = rows.template partners<fft>(v, row_shared);
+      static_assert(T <= 32, "r2c_rows_in_block: persistent rows lie within a warp (partners by shuffles)");
+      const auto partner = mirror_partners<T, P>(v, t);
       static_for<P>([&](auto m) { v[m.value] = r2c_post(v[m.value], partner[m.value], load_ro(table + t + T * m.value)); });
       x_last = r2c_post(partner[0], partner[0], load_ro(table + N));
     }
@@ -230,60 +214,30 @@ __device__ GPUCONV_INLINE void c2r_rows_in_block(const complex_t<float>* in, flo
   const int t = rows.t;
   auto* row_shared = reinterpret_cast<complex_t<float>*>(shared) + rows.local_row * fft::row_shared_elems;
 
+  static_assert(rows_t::policy::flat, "c2r_rows_in_block: C2R rows over several threads run flat");
   // X[t + T*m] for every m, and X[N] (needed by lane 0 only)
-  auto load = [&](typename rows_t::items_t& v, complex_t<float>& last, long long group) {
-    const long long row = rows.row_of(group);
-    const bool ok = group < rows.groups && row < batch;
-    const complex_t<float>* src = in + row * (N + 1);
-    rows.load_row(v, src, ok);
-    last = (ok && t == 0) ? load_ro(src + N) : complex_t<float>{0.f, 0.f};
-  };
-  auto* staging = reinterpret_cast<complex_t<float>*>(shared + rows_t::policy::exchange_bytes);
-  typename rows_t::items_t next, v;
-  complex_t<float> next_last, x_last;
-  if constexpr (rows_t::policy::prefetch) load(next, next_last, blockIdx.x);
-  if constexpr (rows_t::policy::async_input) rows.template stage<N + 1>(staging, in, blockIdx.x, batch);
   for (long long group = blockIdx.x; group < rows.groups; group += gridDim.x) {
-    if constexpr (rows_t::policy::async_input) {
-      rows.template take_staged<N + 1>(staging, in, group, batch, [&](const complex_t<float>* mine, bool ok) {
-        static_for<P>([&](auto m) { v[m.value] = ok ? mine[t + T * m.value] : complex_t<float>{0.f, 0.f}; });
-        x_last = (ok && t == 0) ? mine[N] : complex_t<float>{0.f, 0.f};
-      });
-    } else if constexpr (rows_t::policy::prefetch) {
-      v = next;
-      x_last = next_last;
-      load(next, next_last, group + gridDim.x);
-    } else {
-      load(v, x_last, group);
-    }
-    if constexpr (rows_t::policy::flat) {
-      static_assert(rows_t::policy::shared_partners, "c2r_rows_in_block: flat rows pair through shared memory");
-      if (t == 0) {
-        v[0].im = 0.f;  // X[0] and X[N] are real in a Hermitian spectrum
-        x_last.im = 0.f;
-      }
-      rows.template publish<fft>(v, row_shared);
-      static_for<P>([&](auto m) {
-        auto p = rows.template partner<fft, decltype(m)::value>(row_shared);  // X[N - k]; for k = 0 that is X[N]
-        if constexpr (decltype(m)::value == 0) {
-          if (t == 0) p = x_last;
-        }
-        v[m.value] = c2r_pre(v[m.value], p, load_ro(table + t + T * m.value));
-      });
-      fft::sync();  // partner reads are done before pass 1 writes
-    } else {
-      auto partner = rows.template partners<fft>(v, row_shared);  // X[N - k]; for k = 0 that is X[N]
-      if (t == 0) {
-        partner[0] = x_last;
-        v[0].im = 0.f;  // X[0] and X[N] are real in a Hermitian spectrum
-        partner[0].im = 0.f;
-      }
-      static_for<P>([&](auto m) { v[m.value] = c2r_pre(v[m.value], partner[m.value], load_ro(table + t + T * m.value)); });
-      if constexpr (rows_t::policy::shared_partners) fft::sync();  // partner reads are done before pass 1 writes
-    }
-    fft::run(v, row_shared, t, table);
     const long long row = rows.row_of(group);
-    if (row < batch) {
+    const bool ok = row < batch;
+    const complex_t<float>* src = in + row * (N + 1);
+    typename rows_t::items_t v;
+    rows.load_row(v, src, ok);
+    complex_t<float> x_last = (ok && t == 0) ? load_ro(src + N) : complex_t<float>{0.f, 0.f};
+    if (t == 0) {
+      v[0].im = 0.f;  // X[0] and X[N] are real in a Hermitian spectrum
+      x_last.im = 0.f;
+    }
+    rows.template publish<fft>(v, row_shared);
+    static_for<P>([&](auto m) {
+      auto p = rows.template partner<fft, decltype(m)::value>(row_shared);  // X[N - k]; for k = 0 that is X[N]
+      if constexpr (decltype(m)::value == 0) {
+        if (t == 0) p = x_last;
+      }
+      v[m.value] = c2r_pre(v[m.value], p, load_ro(table + t + T * m.value));
+    });
+    fft::sync();  // partner reads are done before pass 1 writes
+    fft::run(v, row_shared, t, table);
+    if (ok) {
       auto* dst = reinterpret_cast<complex_t<float>*>(out + row * n);
       static_for<P>([&](auto m) { dst[t + T * m.value] = v[m.value]; });
     }
