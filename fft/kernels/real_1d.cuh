@@ -64,12 +64,13 @@ __device__ GPUCONV_INLINE void c2r_rows_in_registers(const complex_t<float>* in,
 // ---- rows over several threads: Stockham passes ----------------------------------------
 //
 // Flat kernels (real_1d_policy::flat) transform one group of rows_per_block rows a block. The
-// persistent ones (R2C only) loop over the groups (grid-stride) and stage the next group's rows
-// into shared memory by cp.async while they transform the current one.
+// persistent ones (R2C where not flat, C2R's staged kernels) loop over the groups (grid-stride)
+// and stage the next group's rows into shared memory by cp.async while they transform the
+// current one.
 
-template <int n, bool inverse = false>
+template <int n, bool inverse = false, bool staged = false>
 struct block_rows_t {
-  using policy = real_1d_policy<n, inverse>;
+  using policy = real_1d_policy<n, inverse, staged>;
   static constexpr int T = policy::threads_per_row, P = policy::items_per_thread, N = policy::half;
   using items_t = array_t<complex_t<float>, P>;
 
@@ -204,40 +205,61 @@ __device__ GPUCONV_INLINE void r2c_rows_in_block(const float* in, complex_t<floa
   }
 }
 
-template <int n>
+template <int n, bool staged>
 __device__ GPUCONV_INLINE void c2r_rows_in_block(const complex_t<float>* in, float* out, long long batch,
                                                   const complex_t<float>* table, unsigned char* shared) {
-  using rows_t = block_rows_t<n, true>;
+  using rows_t = block_rows_t<n, true, staged>;
   constexpr int T = rows_t::T, P = rows_t::P, N = rows_t::N;
   using fft = typename rows_t::passes_t;
   const rows_t rows(batch);
   const int t = rows.t;
   auto* row_shared = reinterpret_cast<complex_t<float>*>(shared) + rows.local_row * fft::row_shared_elems;
+  auto* staging = reinterpret_cast<complex_t<float>*>(shared + rows_t::policy::exchange_bytes);
 
-  static_assert(rows_t::policy::flat, "c2r_rows_in_block: C2R rows over several threads run flat");
-  // X[t + T*m] for every m, and X[N] (needed by lane 0 only)
+  if constexpr (rows_t::policy::persistent) rows.template stage<N + 1>(staging, in, blockIdx.x, batch);
   for (long long group = blockIdx.x; group < rows.groups; group += gridDim.x) {
-    const long long row = rows.row_of(group);
-    const bool ok = row < batch;
-    const complex_t<float>* src = in + row * (N + 1);
+    // v[m] = X[t + T*m] for every m, and X[N] (needed by lane 0 only)
     typename rows_t::items_t v;
-    rows.load_row(v, src, ok);
-    complex_t<float> x_last = (ok && t == 0) ? load_ro(src + N) : complex_t<float>{0.f, 0.f};
-    if (t == 0) {
-      v[0].im = 0.f;  // X[0] and X[N] are real in a Hermitian spectrum
-      x_last.im = 0.f;
+    complex_t<float> x_last;
+    if constexpr (rows_t::policy::persistent) {
+      rows.template take_staged<N + 1>(staging, in, group, batch, [&](const complex_t<float>* mine, bool ok) {
+        static_for<P>([&](auto m) { v[m.value] = ok ? mine[t + T * m.value] : complex_t<float>{0.f, 0.f}; });
+        x_last = (ok && t == 0) ? mine[N] : complex_t<float>{0.f, 0.f};
+      });
+    } else {
+      const long long row = rows.row_of(group);
+      const bool ok = row < batch;
+      const complex_t<float>* src = in + row * (N + 1);
+      rows.load_row(v, src, ok);
+      x_last = (ok && t == 0) ? load_ro(src + N) : complex_t<float>{0.f, 0.f};
     }
-    rows.template publish<fft>(v, row_shared);
-    static_for<P>([&](auto m) {
-      auto p = rows.template partner<fft, decltype(m)::value>(row_shared);  // X[N - k]; for k = 0 that is X[N]
-      if constexpr (decltype(m)::value == 0) {
-        if (t == 0) p = x_last;
+    if constexpr (rows_t::policy::flat) {
+      if (t == 0) {
+        v[0].im = 0.f;  // X[0] and X[N] are real in a Hermitian spectrum
+        x_last.im = 0.f;
       }
-      v[m.value] = c2r_pre(v[m.value], p, load_ro(table + t + T * m.value));
-    });
-    fft::sync();  // partner reads are done before pass 1 writes
+      rows.template publish<fft>(v, row_shared);
+      static_for<P>([&](auto m) {
+        auto p = rows.template partner<fft, decltype(m)::value>(row_shared);  // X[N - k]; for k = 0 that is X[N]
+        if constexpr (decltype(m)::value == 0) {
+          if (t == 0) p = x_last;
+        }
+        v[m.value] = c2r_pre(v[m.value], p, load_ro(table + t + T * m.value));
+      });
+      fft::sync();  // partner reads are done before pass 1 writes
+    } else {
+      static_assert(T <= 32, "c2r_rows_in_block: persistent rows lie within a warp (partners by shuffles)");
+      auto partner = mirror_partners<T, P>(v, t);  // X[N - k]; for k = 0 that is X[N]
+      if (t == 0) {
+        partner[0] = x_last;
+        v[0].im = 0.f;  // X[0] and X[N] are real in a Hermitian spectrum
+        partner[0].im = 0.f;
+      }
+      static_for<P>([&](auto m) { v[m.value] = c2r_pre(v[m.value], partner[m.value], load_ro(table + t + T * m.value)); });
+    }
     fft::run(v, row_shared, t, table);
-    if (ok) {
+    const long long row = rows.row_of(group);
+    if (row < batch) {
       auto* dst = reinterpret_cast<complex_t<float>*>(out + row * n);
       static_for<P>([&](auto m) { dst[t + T * m.value] = v[m.value]; });
     }
@@ -261,17 +283,19 @@ r2c_1d_kernel(const float* __restrict__ in, complex_t<float>* __restrict__ out, 
   }
 }
 
-template <int n>
-__global__ void __launch_bounds__(real_1d_policy<n, true>::block_threads, real_1d_policy<n, true>::min_blocks_per_sm)
+// staged: the persistent kernel for small batches (real_1d_policy's staged_)
+template <int n, bool staged = false>
+__global__ void __launch_bounds__(real_1d_policy<n, true, staged>::block_threads,
+                                  real_1d_policy<n, true, staged>::min_blocks_per_sm)
 c2r_1d_kernel(const complex_t<float>* __restrict__ in, float* __restrict__ out, long long batch,
               const complex_t<float>* __restrict__ table) {
-  extern __shared__ __align__(16) unsigned char shared[];  // real_1d_policy<n, true>::shared_memory_bytes
+  extern __shared__ __align__(16) unsigned char shared[];  // real_1d_policy<n, true, staged>::shared_memory_bytes
   dependents_may_launch();  // see dependent_launch.cuh: a no-op unless launched early
   wait_for_previous();
   if constexpr (real_1d_policy<n>::threads_per_row == 1) {
     c2r_rows_in_registers<n>(in, out, batch, shared);
   } else {
-    c2r_rows_in_block<n>(in, out, batch, table, shared);
+    c2r_rows_in_block<n, staged>(in, out, batch, table, shared);
   }
 }
 

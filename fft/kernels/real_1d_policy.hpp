@@ -23,9 +23,10 @@
 // in flight come from the warps an SM holds. The other R2C sizes run persistent blocks (grid from
 // the occupancy) that stage the next group's rows into shared memory by cp.async while they
 // transform this one (each warp its own rows: no block barrier; the loads in flight take no
-// registers) at GPUCONV_REAL_1D_ASYNC_BLOCKS blocks a multiprocessor. (The persistent C2R
-// kernels, the register prefetch, 32 values a thread from n = 2048 and n = 4096's own settings
-// lost to the flat kernels in session 52 and were removed; docs/notes-fft1d.md.)
+// registers) at GPUCONV_REAL_1D_ASYNC_BLOCKS blocks a multiprocessor; C2R has such a kernel too
+// for small batches (GPUCONV_REAL_1D_STAGED_C2R_SIZES). (The register prefetch, 32 values a
+// thread from n = 2048 and n = 4096's own settings lost to the flat kernels in session 52 and
+// were removed; docs/notes-fft1d.md.)
 // GPUCONV_REAL_1D_FLAT_REGS (_C2R_REGS): that cap (blocks an SM = 65536 / (block threads x cap));
 // GPUCONV_REAL_1D_FLAT_THREADS: the block's threads where a row lies within a warp.
 // H200, session 51, R2C at 72 registers and 128 threads against the persistent kernels: n = 1024
@@ -52,16 +53,29 @@
 #ifndef GPUCONV_REAL_1D_FLAT_THREADS
 #define GPUCONV_REAL_1D_FLAT_THREADS 128
 #endif
-#ifndef GPUCONV_REAL_1D_ASYNC_BLOCKS  // blocks a multiprocessor the persistent R2C kernels' registers allow
+// C2R sizes n (a sum, within 128..1024) that also have a persistent kernel staging by cp.async,
+// which the plan launches where the flat kernel's grid would fill at most one wave of the device
+// (real_1d_plan). H200, session 53, the 3D FFT at 128^3 (its C2R row pass: 16384 rows of 128,
+// 512 flat blocks against 924 resident), four interleaved runs: C2R 0.0220-0.0223 ms (1.00-1.01x
+// cuFFT 3D) staged against 0.0236-0.0241 ms (0.90-0.96x) flat; with the plan's choice, three runs
+// of 50: 0.0215 ms, 1.00-1.01x. At 2^21 rows flat won (1.05-1.07x cuFFT 1D against 1.00x;
+// session 52). Other sizes not measured so.
+#ifndef GPUCONV_REAL_1D_STAGED_C2R_SIZES
+#define GPUCONV_REAL_1D_STAGED_C2R_SIZES 128
+#endif
+#ifndef GPUCONV_REAL_1D_ASYNC_BLOCKS  // blocks a multiprocessor the persistent kernels' registers allow
 #define GPUCONV_REAL_1D_ASYNC_BLOCKS 2
 #endif
 
 namespace gpuconv::fft {
 
-// inverse_: the C2R kernel's policy (always flat; its register cap its own)
-template <int n_, bool inverse_ = false>
+// inverse_: the C2R kernel's policy (flat, its register cap its own); staged_: C2R as persistent
+// blocks staging by cp.async, for small batches (GPUCONV_REAL_1D_STAGED_C2R_SIZES)
+template <int n_, bool inverse_ = false, bool staged_ = false>
 struct real_1d_policy {
   static_assert(is_pow2(n_) && n_ >= 4 && n_ <= 4096, "real_1d_policy: n must be a power of two in [4, 4096]");
+  static_assert(!staged_ || (inverse_ && n_ >= 128 && n_ <= 1024),
+                "real_1d_policy: staged_ is C2R's, for rows over several threads within a warp");
   static constexpr int n = n_;
   static constexpr int half = n / 2;                       // complex FFT length N
   static constexpr int input_length = n;                   // R2C: reals per row in
@@ -69,7 +83,7 @@ struct real_1d_policy {
   // Rows up to 64 points live in one thread's registers; longer rows take 16 values a thread
   // and Stockham passes through shared memory. Measured on the H100 and the H200:
   // docs/benchmarks.md.
-  static constexpr bool flat = half > 32 && (inverse_ || (GPUCONV_REAL_1D_FLAT_SIZES & n) != 0);
+  static constexpr bool flat = half > 32 && (inverse_ ? !staged_ : (GPUCONV_REAL_1D_FLAT_SIZES & n) != 0);
   static constexpr int threads_per_row = half <= 32 ? 1 : half / 16;
   static constexpr int items_per_thread = half / threads_per_row;
   // (rows over several warps: one row a block; two rows lost, 0.74-0.75x at 4096, session 46)
@@ -87,8 +101,8 @@ struct real_1d_policy {
   // several-threads-per-row kernels that are not flat: persistent blocks staging by cp.async
   // (H200, against a register prefetch: R2C 1-4% faster at n = 128..512; session 43)
   static constexpr bool persistent = threads_per_row > 1 && !flat;
-  static_assert(!persistent || (!inverse_ && threads_per_row <= 32),
-                "real_1d_policy: only R2C rows within a warp run persistent (GPUCONV_REAL_1D_FLAT_SIZES)");
+  static_assert(!persistent || threads_per_row <= 32,
+                "real_1d_policy: only rows within a warp run persistent (GPUCONV_REAL_1D_FLAT_SIZES)");
   // register cap through __launch_bounds__: without it the compiler hoists the loads and the
   // twiddle loads far ahead and uses ~180 registers (one block per SM)
   static constexpr int flat_blocks =
@@ -120,5 +134,9 @@ struct real_1d_policy {
   // at 256 (8 threads) 2-4%: there a gather spans fewer lines (docs/benchmarks.md, session 45)
   static constexpr bool pass_tables = GPUCONV_REAL_1D_PASS_TABLES > 0 && threads_per_row >= GPUCONV_REAL_1D_PASS_TABLES;
 };
+
+// n has a staged C2R kernel beside the flat one (GPUCONV_REAL_1D_STAGED_C2R_SIZES)
+template <int n>
+inline constexpr bool has_staged_c2r = n >= 128 && n <= 1024 && (GPUCONV_REAL_1D_STAGED_C2R_SIZES & n) != 0;
 
 }  // namespace gpuconv::fft

@@ -21,23 +21,29 @@ void require_aligned(const void* p, const char* what) {
     throw std::invalid_argument(std::string("real_1d_plan: ") + what + " is not 16-byte aligned");
 }
 
+// Blocks of `kernel` (its policy's threads and shared memory) the device holds at once.
+template <typename policy, typename Kernel>
+long long resident_blocks(Kernel kernel) {
+  int device = 0, sms = 0, per_sm = 0;
+  GPUCONV_CUDA(cudaGetDevice(&device));
+  GPUCONV_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  GPUCONV_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, policy::block_threads,
+                                                             policy::shared_memory_bytes));
+  return (long long)std::max(per_sm, 1) * sms;
+}
+
 // Blocks to launch: one per group of rows, or for persistent kernels as many as fit on the
 // device at once (they loop over the groups).
-template <int n, bool inverse, typename Kernel>
+template <int n, bool inverse, bool staged = false, typename Kernel>
 unsigned grid_size(Kernel kernel, long long batch) {
-  using policy = real_1d_policy<n, inverse>;
+  using policy = real_1d_policy<n, inverse, staged>;
   allow_dynamic_shared(kernel, policy::shared_memory_bytes);
   const long long groups = (batch + policy::rows_per_block - 1) / policy::rows_per_block;
   if (!policy::persistent) {
     if (groups > 0x7fffffffLL) throw std::invalid_argument("real_1d_plan: batch " + std::to_string(batch) + " too large");
     return (unsigned)groups;
   }
-  int device = 0, sms = 0, per_sm = 0;
-  GPUCONV_CUDA(cudaGetDevice(&device));
-  GPUCONV_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  GPUCONV_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, policy::block_threads,
-                                                             policy::shared_memory_bytes));
-  return (unsigned)std::min<long long>(groups, (long long)std::max(per_sm, 1) * sms);
+  return (unsigned)std::min<long long>(groups, resident_blocks<policy>(kernel));
 }
 
 void require_length(int n) {
@@ -85,6 +91,15 @@ real_1d_plan::real_1d_plan(int n, long long batch) : n_(n), batch_(batch) {
     constexpr int nn = decltype(len)::value;
     r2c_grid_ = grid_size<nn, false>(r2c_1d_kernel<nn>, batch);
     c2r_grid_ = grid_size<nn, true>(c2r_1d_kernel<nn>, batch);
+    if constexpr (has_staged_c2r<nn>) {
+      static_assert(std::is_same_v<typename block_rows_t<nn, true>::passes_t, typename block_rows_t<nn, true, true>::passes_t>,
+                    "real_1d_plan: the staged C2R kernel reads the flat one's twiddle table");
+      // a flat grid of at most one wave: the staged kernel (real_1d_policy.hpp)
+      if (c2r_grid_ <= resident_blocks<real_1d_policy<nn, true>>(c2r_1d_kernel<nn>)) {
+        c2r_staged_ = true;
+        c2r_grid_ = grid_size<nn, true, true>(c2r_1d_kernel<nn, true>, batch);
+      }
+    }
   });
 }
 
@@ -104,9 +119,18 @@ void real_1d_plan::inverse(const complex_t<float>* in, float* out, cudaStream_t 
   require_aligned(out, "output");
   dispatch_pow2<4>(n_, [&](auto len) {
     constexpr int nn = decltype(len)::value;
+    const auto* table = inverse_table_.size() ? inverse_table_.data() : table_.data();
+    if constexpr (has_staged_c2r<nn>) {
+      if (c2r_staged_) {
+        launch_maybe_early(c2r_1d_kernel<nn, true>, c2r_grid_, real_1d_policy<nn, true, true>::block_threads,
+                           real_1d_policy<nn, true, true>::shared_memory_bytes, stream, early, "c2r_1d_kernel",
+                           in, out, batch_, table);
+        return;
+      }
+    }
     launch_maybe_early(c2r_1d_kernel<nn>, c2r_grid_, real_1d_policy<nn, true>::block_threads,
                        real_1d_policy<nn, true>::shared_memory_bytes, stream, early,
-                       "c2r_1d_kernel", in, out, batch_, inverse_table_.size() ? inverse_table_.data() : table_.data());
+                       "c2r_1d_kernel", in, out, batch_, table);
   });
 }
 

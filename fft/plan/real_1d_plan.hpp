@@ -39,6 +39,9 @@ class real_1d_plan {
   long long batch() const { return batch_; }
   long long real_elements() const { return batch_ * n_; }
   long long complex_elements() const { return batch_ * (n_ / 2 + 1); }
+  // inverse() runs the persistent C2R kernel staging by cp.async (real_1d_policy's staged_): at
+  // the sizes that have one, where the flat kernel's grid would fill at most one wave
+  bool c2r_staged() const { return c2r_staged_; }
 
  private:
   int n_;
@@ -46,6 +49,7 @@ class real_1d_plan {
   device_buffer<complex_t<float>> table_;          // twiddles(n)
   device_buffer<complex_t<float>> inverse_table_;  // twiddles(n, true) where it differs (else empty)
   unsigned r2c_grid_ = 0, c2r_grid_ = 0;   // blocks per launch, from the policy and the occupancy
+  bool c2r_staged_ = false;
 };
 
 }  // namespace gpuconv::fft

@@ -1,6 +1,6 @@
 // GPU batched R2C/C2R against the host transforms in double and against cuFFT, every power
-// of two 4..4096, batches 1, 3 and a large odd count, fresh random data, poisoned outputs; the
-// twiddle table the kernels read (host side).
+// of two 4..4096, batches 1, 3 and a large odd count, fresh random data, poisoned outputs; C2R's
+// staged and flat kernels at n = 128 by batch; the twiddle table the kernels read (host side).
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 
@@ -27,6 +27,15 @@ using test::check_cufft;
 struct cufft_plan : test::cufft_handle {
   cufft_plan(int n, int batch, cufftType type) { check_cufft(cufftPlan1d(&h, n, type, batch), "cufftPlan1d"); }
 };
+
+// cuFFT's C2R of `spectrum` (batch rows of n/2 + 1 complex; cuFFT may overwrite it: pass a copy)
+std::vector<float> cufft_inverse(int n, int batch, cfloat* spectrum) {
+  device_buffer<float> y((std::size_t)n * batch);
+  cufft_plan ref(n, batch, CUFFT_C2R);
+  check_cufft(cufftExecC2R(ref.h, reinterpret_cast<cufftComplex*>(spectrum), y.data()), "cufftExecC2R");
+  GPUCONV_CUDA(cudaDeviceSynchronize());
+  return test::download(y);
+}
 
 std::vector<float> flatten(const std::vector<cfloat>& v) {
   std::vector<float> f(2 * v.size());
@@ -74,17 +83,11 @@ TEST_CASE("GPU batched R2C and C2R match the host in double and cuFFT", "[fft][g
   for (std::size_t i = 0; i < complexes; ++i) S[i] = {float(Xd[i].re), float(Xd[i].im)};
   auto d_S = test::upload(S);
   auto d_Sc = test::upload(S);  // cuFFT's C2R may overwrite its input
-  device_buffer<float> d_y(reals), d_yc(reals);
+  device_buffer<float> d_y(reals);
   test::poison(d_y);
-  test::poison(d_yc);
   plan.inverse(d_S.data(), d_y.data());
   GPUCONV_CUDA(cudaDeviceSynchronize());
-  {
-    cufft_plan ref(n, batch, CUFFT_C2R);
-    check_cufft(cufftExecC2R(ref.h, reinterpret_cast<cufftComplex*>(d_Sc.data()), d_yc.data()), "cufftExecC2R");
-    GPUCONV_CUDA(cudaDeviceSynchronize());
-  }
-  const auto y = test::download(d_y), yc = test::download(d_yc);
+  const auto y = test::download(d_y), yc = cufft_inverse(n, batch, d_Sc.data());
   REQUIRE(test::all_finite(y));
   std::vector<fft::complex_t<double>> Sd(complexes);
   for (std::size_t i = 0; i < complexes; ++i) Sd[i] = {S[i].re, S[i].im};
@@ -96,6 +99,44 @@ TEST_CASE("GPU batched R2C and C2R match the host in double and cuFFT", "[fft][g
   std::vector<double> nx(reals);
   for (std::size_t i = 0; i < reals; ++i) nx[i] = double(x[i]) * n;
   CHECK(test::relative_l2(y, nx) <= 2 * bound);
+}
+
+TEST_CASE("GPU C2R's staged kernel (small batches) and flat kernel (large) both match cuFFT", "[fft][gpu]") {
+  GPUCONV_REQUIRE_GPU();
+  constexpr int n = 128;  // GPUCONV_REAL_1D_STAGED_C2R_SIZES' default
+  if constexpr (!fft::has_staged_c2r<n>) SKIP("no staged C2R kernel at n = 128 in this build");
+  const int H = n / 2 + 1;
+  bool ran[2] = {false, false};  // flat, staged
+  // batch 1 is one group (staged on any device); 200001 rows are 6251 flat groups, more than a
+  // wave of any current GPU (flat); 16385 (the 3D FFT's 128^3 row pass + 1) in between
+  for (const int batch : {1, 3, 16385, 200001}) {
+    const auto seed = test::fresh_seed();
+    fft::real_1d_plan plan(n, batch);
+    INFO("batch = " << batch << ", staged = " << plan.c2r_staged() << ", seed = " << seed);
+    ran[plan.c2r_staged()] = true;
+    const std::size_t reals = (std::size_t)n * batch, complexes = (std::size_t)H * batch;
+    const auto x = test::random_reals<float>(reals, seed);
+    auto d_x = test::upload(x);
+    device_buffer<cfloat> d_S(complexes), d_Sc(complexes);
+    {  // a Hermitian spectrum: cuFFT's R2C of the reals, copied for cuFFT's C2R (it may overwrite it)
+      cufft_plan ref(n, batch, CUFFT_R2C);
+      check_cufft(cufftExecR2C(ref.h, d_x.data(), reinterpret_cast<cufftComplex*>(d_S.data())), "cufftExecR2C");
+      GPUCONV_CUDA(cudaMemcpy(d_Sc.data(), d_S.data(), complexes * sizeof(cfloat), cudaMemcpyDeviceToDevice));
+    }
+    device_buffer<float> d_y(reals);
+    test::poison(d_y);
+    plan.inverse(d_S.data(), d_y.data());
+    GPUCONV_CUDA(cudaDeviceSynchronize());
+    const auto y = test::download(d_y), yc = cufft_inverse(n, batch, d_Sc.data());
+    REQUIRE(test::all_finite(y));  // every output element was written
+    const double bound = test::fft_error_bound<float>(fft::log2_exact(n), 2);
+    CHECK(test::relative_l2(y, yc) <= 2 * bound);
+    std::vector<double> nx(reals);  // the round trip gives x back (times n)
+    for (std::size_t i = 0; i < reals; ++i) nx[i] = double(x[i]) * n;
+    CHECK(test::relative_l2(y, nx) <= 4 * bound);
+  }
+  CHECK(ran[0]);
+  CHECK(ran[1]);
 }
 
 TEST_CASE("GPU plan rejects bad shapes and pointers", "[fft]") {
