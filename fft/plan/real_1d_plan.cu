@@ -119,18 +119,17 @@ void real_1d_plan::inverse(const complex_t<float>* in, float* out, cudaStream_t 
   require_aligned(out, "output");
   dispatch_pow2<4>(n_, [&](auto len) {
     constexpr int nn = decltype(len)::value;
-    const auto* table = inverse_table_.size() ? inverse_table_.data() : table_.data();
+    auto launch = [&](auto staged) {
+      constexpr bool s = decltype(staged)::value;
+      using policy = real_1d_policy<nn, true, s>;
+      launch_maybe_early(c2r_1d_kernel<nn, s>, c2r_grid_, policy::block_threads, policy::shared_memory_bytes, stream,
+                         early, "c2r_1d_kernel", in, out, batch_,
+                         inverse_table_.size() ? inverse_table_.data() : table_.data());
+    };
     if constexpr (has_staged_c2r<nn>) {
-      if (c2r_staged_) {
-        launch_maybe_early(c2r_1d_kernel<nn, true>, c2r_grid_, real_1d_policy<nn, true, true>::block_threads,
-                           real_1d_policy<nn, true, true>::shared_memory_bytes, stream, early, "c2r_1d_kernel",
-                           in, out, batch_, table);
-        return;
-      }
+      if (c2r_staged_) return launch(std::true_type{});
     }
-    launch_maybe_early(c2r_1d_kernel<nn>, c2r_grid_, real_1d_policy<nn, true>::block_threads,
-                       real_1d_policy<nn, true>::shared_memory_bytes, stream, early,
-                       "c2r_1d_kernel", in, out, batch_, table);
+    launch(std::false_type{});
   });
 }
 
