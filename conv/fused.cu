@@ -1,11 +1,14 @@
 #include "fused.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
 #include "fft/host/real_1d_host.hpp"
 #include "fft/plan/device_table.hpp"
+#include "fused_half.cuh"
 #include "fused_tile.cuh"
 
 namespace gpuconv::conv {
@@ -14,7 +17,32 @@ namespace {
 
 using cf = fft::complex_t<float>;
 
+// GPUCONV_FUSED_HALF: 0 = the two-tile kernel for 128-tiles, 1 = the half-spectrum kernel
+// (measurements; unset: the rule of fused_tiles::run)
+int fused_128_from_environment() {
+  const char* e = std::getenv("GPUCONV_FUSED_HALF");
+  return e && (e[0] == '0' || e[0] == '1') && !e[1] ? e[0] - '0' : -1;
+}
+std::atomic<int> forced_128{fused_128_from_environment()};
+
+// The share of a map's tile pixels that lie inside the image along both axes (tiles past the
+// edges of small images load through the boundary rule, or not at all under a zero border)
+double inside_share(const tile_map& m) {
+  auto along = [](long long tiles, long long valid, long long side, long long extent) {
+    const double covered = double(tiles - 1) * double(valid) + double(side);
+    return std::min(1.0, double(extent) / covered);
+  };
+  return along(m.tiles_per_plane / m.tiles_x, m.valid_h, m.tile_h, m.height) * along(m.tiles_x, m.valid_w, m.tile_w, m.width);
+}
+
 }  // namespace
+
+void force_fused_128(int kind) {
+  if (kind < -1 || kind > 1) throw std::invalid_argument("force_fused_128: " + std::to_string(kind) + " (-1, 0 or 1)");
+  forced_128 = kind;
+}
+
+int forced_fused_128() { return forced_128; }
 
 std::vector<fft::complex_t<double>> fused_tiles::spectrum_double(int tile, const float* kernel, int kh, int kw) {
   const int T = tile;
@@ -65,6 +93,12 @@ fused_tiles::fused_tiles(int tile, const std::vector<float>& kernels, int count,
                                 std::to_string(count) + " kernels of " + std::to_string(kh) + " x " + std::to_string(kw));
   spectrum_ = device_spectra(tile, kernels, count, kh, kw);
   table_ = fft::device_twiddle_table(2 * tile);  // block_fft_t's W_{2N}^e
+  if (tile == 128) {
+    constexpr int bytes = fused_half_policy::shared_memory_bytes;
+    GPUCONV_CUDA(cudaFuncSetAttribute(&fused_half_kernel<float, float>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    GPUCONV_CUDA(cudaFuncSetAttribute(&fused_half_kernel<std::uint8_t, std::uint8_t>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    GPUCONV_CUDA(cudaFuncSetAttribute(&fused_half_kernel<std::uint16_t, std::uint16_t>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  }
   // tiles of 128 need more than the default 48 KB of dynamic shared memory: raise it once, here
   dispatch_fused_tile(tile, [&](auto t) {
     using policy = typename fused_policy_for<decltype(t)::value>::type;
@@ -87,6 +121,15 @@ device_buffer<cf> fused_tiles::device_spectra(int tile, const std::vector<float>
   return out;
 }
 
+bool fused_tiles::use_half(const tile_map& m, bool float_pixels) {
+  const int f = forced_128;
+  if (f >= 0) return f == 1;
+  // H200, gpuconv-bench conv --tile 128 (docs/notes-conv.md, session 54): the half-spectrum
+  // kernel is 4-21% faster on batches of small images (64 x 256^2, 1024 x 64^2, 256 x 100^2)
+  // and on uint8 4096^2, 3-6% slower on float 4096^2, whose tiles lie wholly inside the image
+  return !float_pixels || inside_share(m) < 0.9;
+}
+
 template <typename in_t, typename out_t>
 void fused_tiles::run(const in_t* in, out_t* out, const tile_map& m, cudaStream_t stream) const {
   if (m.tile_h != tile_ || m.tile_w != tile_)
@@ -98,6 +141,13 @@ void fused_tiles::run(const in_t* in, out_t* out, const tile_map& m, cudaStream_
   if (total_tiles < 1) return;
   if (total_tiles >= (1LL << 31))
     throw std::invalid_argument("fused_tiles::run: " + std::to_string(total_tiles) + " tiles in one launch (at most 2^31 - 1)");
+  if (tile_ == 128 && use_half(m, std::is_same_v<in_t, float>)) {
+    const unsigned grid = (unsigned)std::min<long long>(total_tiles, max_grid_);
+    fused_half_kernel<in_t, out_t><<<grid, fused_half_policy::block_threads, fused_half_policy::shared_memory_bytes, stream>>>(
+        in, out, m, spectrum_.data(), table_.data());
+    check_launch("fused_half_kernel");
+    return;
+  }
   dispatch_fused_tile(tile_, [&](auto t) {
     using policy = typename fused_policy_for<decltype(t)::value>::type;
     const long long pairs = (m.tiles_per_kernel + 1) / 2 * m.kernels;

@@ -13,6 +13,13 @@
 
 namespace gpuconv::conv {
 
+// Which kernel runs 128-tiles: 0 = the two-tile kernel (fused_tile.cuh), 1 = the half-spectrum
+// kernel (fused_half.cuh), -1 = fused_tiles::use_half's rule (the default).
+// GPUCONV_FUSED_HALF=0|1 sets it at start-up; tests and measurements call force_fused_128.
+// Throws std::invalid_argument outside -1..1.
+void force_fused_128(int kind);
+int forced_fused_128();
+
 class fused_tiles {
  public:
   static constexpr int min_tile = 32;
@@ -38,6 +45,10 @@ class fused_tiles {
   // paths' multiplier).
   static device_buffer<fft::complex_t<float>> device_spectra(int tile, const std::vector<float>& kernels, int count,
                                                             int kh, int kw);
+  // 128-tiles: whether map m runs on the half-spectrum kernel (one tile a block, two blocks an
+  // SM) rather than the two-tile kernel: forced (force_fused_128), else for narrow pixels, and
+  // for float pixels where under 90% of the tiles' pixels lie inside the image
+  static bool use_half(const tile_map& m, bool float_pixels);
 
  private:
   int tile_, count_;

@@ -51,6 +51,7 @@ struct forced_method {
   bool rank1 = false;  // the method needs rank-1 kernels
   double tolerance = 1e-5;
   bool box = false;    // box kernels (every value of a kernel equal; kernel q of a bank (q + 1) / (kh kw))
+  int tile = 0;        // plan_options::tile (0: the plan's choice)
   std::string name() const {
     return (device == backend::cpu ? std::string("cpu ") + to_string(cpu) : std::string("cuda ") + to_string(cuda)) +
            (box ? " (box kernels)" : "");
@@ -104,6 +105,7 @@ void check_method(const forced_method& method, long long h, long long w, int pla
   po.device = method.device;
   po.cpu = method.cpu;
   po.path = method.cuda;
+  po.tile = method.tile;
   po.threads = 2;
   plan p(h, w, planes, ks.data(), count, kh, kw, po);
   // a forced method is the one that runs; automatic reports what it chose

@@ -11,11 +11,13 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "conv/direct.hpp"
+#include "conv/fused.hpp"
 #include "conv/separable.hpp"
 #include "fft/device/cuda_check.hpp"
 #include "method_check.hpp"
@@ -53,7 +55,68 @@ void sweep_direct(int rows) {
   sweep_cuda(cuda_path::direct);
 }
 
+// The fused path on 128-tiles by one of its two kernels (conv/fused.hpp force_fused_128: 0 the
+// two-tile kernel, 1 the half-spectrum kernel): every mode x operation x boundary x pixel type on
+// kernels from 1 x 1 to 31 x 31 and images from 1 x 1 to several tiles a side, then banks and
+// batches (tiles of several kernels and planes in one launch). FFT tolerance: 2e-5 of the scale
+// (4 x the bound of a 128^2 tile's transforms is 1.6e-5).
+void fused_128(int kind) {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  INFO("force_fused_128(" << kind << ")");
+  struct restore {
+    ~restore() { force_fused_128(-1); }
+  } guard;
+  force_fused_128(kind);
+  test::forced_method m = cuda_forced(cuda_path::fused);
+  m.tile = 128;
+  m.tolerance = 2e-5;
+  const auto k = GENERATE(std::array<int, 2>{1, 1}, std::array<int, 2>{3, 3}, std::array<int, 2>{4, 7},
+                          std::array<int, 2>{31, 31});
+  const auto img = GENERATE(std::array<int, 2>{1, 1}, std::array<int, 2>{9, 13}, std::array<int, 2>{130, 301});
+  test::sweep_method(m, k, img);
+  options o;
+  check_method<float>(m, 200, 150, 3, 2, 17, 30, o);       // a bank of 2 on 3 planes: 2 x 3 x 4 tiles
+  check_method<std::uint8_t>(m, 64, 64, 5, 3, 63, 63, o);  // one 128-tile an image, a bank of 3
+  o.border = boundary::wrap;
+  o.mode = output_mode::full;
+  check_method<std::uint16_t>(m, 100, 97, 2, 1, 128, 5, o);  // a kernel as tall as the tile
+}
+
 }  // namespace
+
+TEST_CASE("GPU fused 128-tiles, the half-spectrum kernel: modes x operations x boundaries x types, banks",
+          "[conv][gpu]") {
+  fused_128(1);
+}
+
+TEST_CASE("GPU fused 128-tiles, the two-tile kernel: modes x operations x boundaries x types, banks", "[conv][gpu]") {
+  fused_128(0);
+}
+
+TEST_CASE("CUDA fused 128-tiles: which of the two kernels a map runs on", "[conv]") {
+  // 'same' maps of h x w images on 128-tiles (fused_tiles::use_half reads the map alone)
+  auto map = [](long long h, long long w, int k) {
+    const tiling t = choose_tiling(h, w, k, k, 128, 128);
+    return tile_map{h, w, h, w, k, k, (k - 1) / 2, (k - 1) / 2, t.tile_h, t.tile_w, t.valid_h, t.valid_w, t.tiles_x,
+                    t.tiles_per_plane(), boundary::zero, 0.f, t.tiles_per_plane(), 1};
+  };
+  struct restore {
+    ~restore() { force_fused_128(-1); }
+  } guard;
+  force_fused_128(-1);
+  CHECK_FALSE(fused_tiles::use_half(map(4096, 4096, 15), true));  // float, 99% of the tiles' pixels inside
+  CHECK_FALSE(fused_tiles::use_half(map(3000, 4000, 27), true));  // 95%
+  CHECK(fused_tiles::use_half(map(4096, 4096, 15), false));       // narrow pixels
+  CHECK(fused_tiles::use_half(map(256, 256, 15), true));          // 3 x 3 tiles, 52% inside
+  CHECK(fused_tiles::use_half(map(100, 100, 11), true));          // one tile, 61%
+  CHECK(fused_tiles::use_half(map(64, 64, 63), true));            // one tile, 25%
+  force_fused_128(1);
+  CHECK(fused_tiles::use_half(map(4096, 4096, 15), true));
+  force_fused_128(0);
+  CHECK_FALSE(fused_tiles::use_half(map(64, 64, 63), false));
+  CHECK_THROWS_AS(force_fused_128(2), std::invalid_argument);
+  CHECK(forced_fused_128() == 0);
+}
 
 TEST_CASE("GPU direct method matches the reference: modes x operations x boundaries x types, 8 rows a thread",
           "[conv][gpu]") {
