@@ -18,7 +18,7 @@ namespace {
 using cf = fft::complex_t<float>;
 
 // GPUCONV_FUSED_HALF: 0 = the two-tile kernel for 128-tiles, 1 = the half-spectrum kernel
-// (measurements; unset: the rule of fused_tiles::run)
+// (measurements; unset: fused_tiles::use_half's rule)
 int fused_128_from_environment() {
   const char* e = std::getenv("GPUCONV_FUSED_HALF");
   return e && (e[0] == '0' || e[0] == '1') && !e[1] ? e[0] - '0' : -1;
@@ -125,8 +125,8 @@ bool fused_tiles::use_half(const tile_map& m, bool float_pixels) {
   const int f = forced_128;
   if (f >= 0) return f == 1;
   // H200, gpuconv-bench conv --tile 128 (docs/notes-conv.md, session 54): the half-spectrum
-  // kernel is 4-21% faster on batches of small images (64 x 256^2, 1024 x 64^2, 256 x 100^2)
-  // and on uint8 4096^2, 3-6% slower on float 4096^2, whose tiles lie wholly inside the image
+  // kernel is 5-23% faster on batches of small images (64 x 256^2, 1024 x 64^2, 256 x 100^2)
+  // and 9-12% on uint8 4096^2, 2-6% slower on float 4096^2, whose tiles lie inside the image
   return !float_pixels || inside_share(m) < 0.9;
 }
 
