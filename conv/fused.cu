@@ -25,16 +25,6 @@ int fused_128_from_environment() {
 }
 std::atomic<int> forced_128{fused_128_from_environment()};
 
-// The share of a map's tile pixels that lie inside the image along both axes (tiles past the
-// edges of small images load through the boundary rule, or not at all under a zero border)
-double inside_share(const tile_map& m) {
-  auto along = [](long long tiles, long long valid, long long side, long long extent) {
-    const double covered = double(tiles - 1) * double(valid) + double(side);
-    return std::min(1.0, double(extent) / covered);
-  };
-  return along(m.tiles_per_plane / m.tiles_x, m.valid_h, m.tile_h, m.height) * along(m.tiles_x, m.valid_w, m.tile_w, m.width);
-}
-
 }  // namespace
 
 void force_fused_128(int kind) {
@@ -127,7 +117,9 @@ bool fused_tiles::use_half(const tile_map& m, bool float_pixels) {
   // H200, gpuconv-bench conv --tile 128 (docs/notes-conv.md, session 54): the half-spectrum
   // kernel is 5-23% faster on batches of small images (64 x 256^2, 1024 x 64^2, 256 x 100^2)
   // and 9-12% on uint8 4096^2, 2-6% slower on float 4096^2, whose tiles lie inside the image
-  return !float_pixels || inside_share(m) < 0.9;
+  const double inside = covered_share(m.tiles_per_plane / m.tiles_x, m.valid_h, m.tile_h, m.height) *
+                        covered_share(m.tiles_x, m.valid_w, m.tile_w, m.width);
+  return !float_pixels || inside < 0.9;
 }
 
 template <typename in_t, typename out_t>

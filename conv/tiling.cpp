@@ -106,11 +106,8 @@ cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long plane
       // the tiles' input pixels past the image's edges (small images on large tiles) load through
       // the boundary rule, ~a quarter dearer than interior ones (H100: 64^2 .. 256^2 images
       // 1.1-1.3x the price without it, 4096^2 and 3000 x 4000 0.9-1.1x)
-      auto inside = [&](long long tiles_n, int valid, int side, long long extent) {
-        const double covered = double(tiles_n - 1) * valid + side;
-        return std::min(1.0, double(extent) / covered);
-      };
-      const double outside = 1.0 - inside(c.tiles_y, c.valid_h, c.tile_h, out_h) * inside(c.tiles_x, c.valid_w, c.tile_w, out_w);
+      const double outside = 1.0 - covered_share(c.tiles_y, c.valid_h, c.tile_h, out_h) *
+                                       covered_share(c.tiles_x, c.valid_w, c.tile_w, out_w);
       return three_pass_ps_per_pixel(t, kh) * (1.0 + 0.25 * outside) * double(2 * ((tiles + 1) / 2)) * t * t;
     });
     if (path == cuda_path::three_pass && !found)

@@ -59,6 +59,13 @@ struct cuda_tiling {
   cuda_path path = cuda_path::multipass;  // never automatic
   double cost_ps = 0;                     // the model's time for the whole problem, ps
 };
+// Along one axis: the share of the pixels that `tiles` tiles of `side` (each `valid` further on)
+// cover which lie within `extent` (1 when the tiles end inside it). Small images on large tiles
+// have most of theirs outside: the three-pass price and the fused 128-tile kernel's choice.
+inline double covered_share(long long tiles, long long valid, long long side, long long extent) {
+  const double covered = double(tiles - 1) * double(valid) + double(side);
+  return extent < covered ? double(extent) / covered : 1.0;
+}
 constexpr double fused_ps_per_pixel(int tile) { return tile <= 32 ? 3.9 : tile <= 64 ? 4.5 : 6.5; }
 // three-pass: pass C transforms only the rows that hold outputs and pass B stores only those,
 // but their share is small: on the H100 a padded pixel costs about the same whatever the tile's
