@@ -144,23 +144,32 @@ __device__ GPUCONV_INLINE void publish_origins(const tile_map& m, const pair_til
   if (threadIdx.x < 2 && (threadIdx.x == 0 || p.has_b)) origins[threadIdx.x] = origin_of(m, p.first_tile + threadIdx.x);
 }
 
-// Rows y0 + t + TL*j (j < I; before the boundary rule) of one column of an image, as floats:
-// `column` points at its row 0, rows `width` values apart, `height` rows; `outside` where the
-// rule leaves the image (zero and constant boundaries).
-template <int I, int TL, typename in_t>
-__device__ GPUCONV_INLINE void load_column_rows(const in_t* __restrict__ column, long long y0, int t, long long width,
-                                                long long height, boundary border, float outside, float (&x)[I]) {
+// Rows y0 + t + offset(j) (j < I; before the boundary rule; offset(j) does not depend on t, and
+// t + offset(j) < n, the tile's side) of one column of an image, as floats: `column` points at
+// its row 0, rows `width` values apart, `height` rows; `outside` where the rule leaves the
+// image (zero and constant boundaries).
+template <int I, typename Offset, typename in_t>
+__device__ GPUCONV_INLINE void load_column_at(const in_t* __restrict__ column, long long y0, int t, int n, Offset offset,
+                                              long long width, long long height, boundary border, float outside,
+                                              float (&x)[I]) {
   const long long r0 = y0 + t;
-  if (y0 >= 0 && y0 + I * TL - 1 < height) {  // the whole tile column is inside
+  if (y0 >= 0 && y0 + n - 1 < height) {  // the whole tile column is inside
 #pragma unroll
-    for (int j = 0; j < I; ++j) x[j] = static_cast<float>(__ldg(column + (r0 + TL * j) * width));
+    for (int j = 0; j < I; ++j) x[j] = static_cast<float>(__ldg(column + (r0 + offset(j)) * width));
   } else {
 #pragma unroll
     for (int j = 0; j < I; ++j) {
-      const int r = border_index(r0 + TL * j, (int)height, border);
+      const int r = border_index(r0 + offset(j), (int)height, border);
       x[j] = r < 0 ? outside : static_cast<float>(__ldg(column + (long long)r * width));
     }
   }
+}
+
+// Rows y0 + t + TL*j (j < I): the power-of-two tiles' layout.
+template <int I, int TL, typename in_t>
+__device__ GPUCONV_INLINE void load_column_rows(const in_t* __restrict__ column, long long y0, int t, long long width,
+                                                long long height, boundary border, float outside, float (&x)[I]) {
+  load_column_at<I>(column, y0, t, I * TL, [](int j) { return TL * j; }, width, height, border, outside, x);
 }
 
 // Column `v` of the tile at o, rows t + TL*j (j < I), as floats; 0 when there is no tile.

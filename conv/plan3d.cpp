@@ -4,6 +4,7 @@
 #include "plan3d.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -17,10 +18,13 @@ namespace {
 
 // The FFT tiles (tile_map3d.hpp): a cube of plan_options::tile when forced; on the CPU at most
 // cpu_max_tile_side_3d a side; on CUDA the slice path's tiles priced as they cost there unless
-// the multipass route is forced.
+// the multipass route is forced. GPUCONV_SLICE_MIXED=0 (a measurement knob) leaves the slices
+// of slice_mixed_side out.
 tiling3d tiling_for(const geometry3d& g, int kd, int kh, int kw, const plan_options& o, bool cpu) {
   if (cpu) return choose_tiling3d(g.out_d, g.out_h, g.out_w, kd, kh, kw, o.tile, cpu_max_tile_side_3d);
-  return choose_tiling3d(g.out_d, g.out_h, g.out_w, kd, kh, kw, o.tile, max_tile_side_3d, o.path != cuda_path::multipass);
+  const char* mixed = std::getenv("GPUCONV_SLICE_MIXED");
+  return choose_tiling3d(g.out_d, g.out_h, g.out_w, kd, kh, kw, o.tile, max_tile_side_3d, o.path != cuda_path::multipass,
+                         !(mixed && std::string(mixed) == "0"));
 }
 
 problem3d make_problem3d(long long depth, long long height, long long width, int volumes, const float* psf, int kd,

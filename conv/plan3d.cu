@@ -1,7 +1,7 @@
 // plan3d's CUDA backend: 3D overlap-save tiles (rank-1 kernels take the separable method
 // instead, separable3d.cu, unless a path or tile is forced).
 //
-// Tiles whose slices are squares of 32, 64 or 128 take the slice path (slices3d.hpp: three
+// Tiles whose slices are squares of 32, 64, 128 or 160 take the slice path (slices3d.hpp: three
 // passes over complex tile pairs, chunks of pairs) unless plan_options::path is multipass;
 // the others go through fft::real_3d_plan. Per chunk of tiles (as many as the workspace cap
 // holds): gather (gather3d_kernel: the boundary rule applied while loading each tile voxel,
@@ -104,7 +104,7 @@ class cuda3d_backend final : public plan3d::impl {
                                     tiles + " " + unit + "'s workspace (" + std::to_string(unit_bytes) + " bytes)");
     };
     if (prob.options.path == cuda_path::fused && !slice_tiles3d::supports(t))
-      throw std::invalid_argument("conv::plan3d: the slice path (path fused) needs square slices of 32, 64 or 128 and a "
+      throw std::invalid_argument("conv::plan3d: the slice path (path fused) needs square slices of 32, 64, 128 or 160 and a "
                                   "tile depth of 16..256 or " + fft::mixed_lengths_text() + "; the tiles are " + tiles);
     if (slice_tiles3d::supports(t) && prob.options.path != cuda_path::multipass) {
       const long long per_pair = slice_tiles3d::pair_bytes(t), pairs = (total + 1) / 2;

@@ -31,7 +31,8 @@ class plan3d {
   // psf: kd x kh x kw on the host. Throws std::invalid_argument on bad input (empty shapes,
   // a null kernel, NaN/Inf in it, 'valid' with a kernel larger than the volume) and
   // gpuconv::cuda_error when the CUDA backend cannot be set up. plan_options: semantics,
-  // device, tile (forces a cubic tile side: the FFT tiles), memory_limit, threads,
+  // device, tile (forces a cubic tile side: the FFT tiles, a power of two; on the CUDA slice
+  // path 160 forces 160^3, slices of 160), memory_limit, threads,
   // cuda_device, cpu (the CPU backend: direct, separable or fft; automatic: separable for a
   // rank-1 kernel, else direct or fft by the cost model) and path (the CUDA backend:
   // separable, or any FFT path for the FFT tiles; automatic: separable for a rank-1 kernel,
@@ -69,12 +70,13 @@ class plan3d {
   // backend's FFT tiles).
   cpu_method method() const;
   // The CUDA backend's route: separable, fused (the slice path: tiles whose slices are squares
-  // of 32, 64 or 128, each slice's 2D transform in one kernel, three passes), or multipass
+  // of 32, 64, 128 or 160, each slice's 2D transform in one kernel, three passes), or multipass
   // (fft::real_3d_plan's five passes between a gather and a scatter); automatic on the CPU
   // backend. plan_options::path multipass forces the last, fused the slice path (throws where
   // the tiles' slices do not allow it).
   cuda_path path() const;
-  // The tile (powers of two) and the outputs per tile, per axis: {tile_d, tile_h, tile_w}.
+  // The tile (powers of two; the slice path's: also mixed depths, and slices of 160) and the
+  // outputs per tile, per axis: {tile_d, tile_h, tile_w}.
   struct tile_shape {
     int tile_d, tile_h, tile_w;
   };

@@ -5,8 +5,10 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 
 #include "cpu_pool.hpp"
+#include "fft/block/mixed.cuh"
 #include "fft/host/real_1d_host.hpp"
 #include "fft/kernels/strided_c2c.cuh"
 #include "fft/plan/device_table.hpp"
@@ -65,11 +67,12 @@ __device__ GPUCONV_INLINE slice_origin output_of(const tile_map3d& m, long long 
   return {((at.volume * (m.z_end - m.z_first) + z) * m.out_h) * m.out_w, at.y0, at.x0, 0.f};
 }
 
-// Column w of the slice at o, rows t + TL*j (j < I), as floats (tile_map3d::gather_at's
-// rules); neighbouring lanes hold neighbouring columns.
-template <int I, int TL, typename in_t>
+// Column w of the slice at o, rows t + offset(j) (j < I; offset(j) independent of t; below n,
+// the slice's side), as floats (tile_map3d::gather_at's rules); neighbouring lanes hold
+// neighbouring columns.
+template <int I, typename Offset, typename in_t>
 __device__ GPUCONV_INLINE void load_slice_column(const in_t* __restrict__ in, const tile_map3d& m,
-                                                 const slice_origin& o, int w, int t, float (&x)[I]) {
+                                                 const slice_origin& o, int w, int t, int n, Offset offset, float (&x)[I]) {
   if (o.base < 0) {
 #pragma unroll
     for (int j = 0; j < I; ++j) x[j] = o.fill;
@@ -82,13 +85,13 @@ __device__ GPUCONV_INLINE void load_slice_column(const in_t* __restrict__ in, co
     for (int j = 0; j < I; ++j) x[j] = outside;
     return;
   }
-  detail::load_column_rows<I, TL>(in + o.base + c, o.y, t, m.width, m.height, m.border, outside, x);
+  detail::load_column_at<I>(in + o.base + c, o.y, t, n, offset, m.width, m.height, m.border, outside, x);
 }
 
-// Writes the valid outputs of column w of the slice at o from x[j] (rows t + TL*j).
-template <int I, int TL, typename out_t>
+// Writes the valid outputs of column w of the slice at o from x[j] (rows t + offset(j)).
+template <int I, typename Offset, typename out_t>
 __device__ GPUCONV_INLINE void store_slice_column(out_t* __restrict__ out, const tile_map3d& m, const slice_origin& o,
-                                                  int w, int t, const float (&x)[I]) {
+                                                  int w, int t, Offset offset, const float (&x)[I]) {
   if (o.base < 0) return;
   const int c = w - (m.kw - 1);
   if (c < 0) return;
@@ -97,10 +100,28 @@ __device__ GPUCONV_INLINE void store_slice_column(out_t* __restrict__ out, const
   out_t* column = out + o.base + xo;
 #pragma unroll
   for (int j = 0; j < I; ++j) {
-    const int b = t + TL * j - (m.kh - 1);
+    const int b = t + offset(j) - (m.kh - 1);
     const long long y = o.y + b;
     if (b >= 0 && y < m.out_h) column[y * m.out_w] = store_pixel<out_t>(x[j]);
   }
+}
+
+// The pair and the slice of it that block blockIdx.x takes (`per_pair` blocks a pair), with the
+// origins of the pair's two tiles left in shared memory by threads 0 and 1 (origin(g, present,
+// slice): source_of or output_of) and the block synchronised.
+struct block_slice {
+  long long local_pair;
+  int slice;
+};
+template <typename Origin>
+__device__ GPUCONV_INLINE block_slice publish_slice_origins(unsigned per_pair, long long first_pair, long long total,
+                                                           slice_origin* origins, Origin origin) {
+  const long long local_pair = blockIdx.x / per_pair;
+  const int slice = (int)(blockIdx.x % per_pair);
+  const long long g = 2 * (first_pair + local_pair);
+  if (threadIdx.x < 2) origins[threadIdx.x] = origin(g + threadIdx.x, g + threadIdx.x < total, slice);
+  __syncthreads();
+  return {local_pair, slice};
 }
 
 // Pass A. Block b: slice u = b mod tile_d of pair first_pair + b / tile_d (tiles 2p, 2p + 1 of
@@ -118,19 +139,19 @@ slice_forward_kernel(const in_t* __restrict__ in, tile_map3d m, long long total,
   auto* origins = reinterpret_cast<slice_origin*>(shared_raw + T * stride * 8);
 
   const unsigned td = (unsigned)m.tile_d;
-  const long long local_pair = blockIdx.x / td;
-  const int u = (int)(blockIdx.x % td);
-  const long long g = 2 * (first_pair + local_pair);
-  if (threadIdx.x < 2) origins[threadIdx.x] = source_of(m, g + threadIdx.x, g + threadIdx.x < total, u);
-  __syncthreads();
+  const block_slice at = publish_slice_origins(
+      td, first_pair, total, origins, [&](long long g, bool present, int s) { return source_of(m, g, present, s); });
+  const long long local_pair = at.local_pair;
+  const int u = at.slice;
 
   const int first = threadIdx.x % lanes, t = threadIdx.x / lanes;
   auto line_of = [&](int h) { return first + lanes * h; };
   fft::array_t<cf, I> v[L];
+  auto offset = [](int j) { return TL * j; };
   fft::static_for<L>([&](auto h) {
     float a[I], b[I];
-    load_slice_column<I, TL>(in, m, origins[0], line_of(h.value), t, a);
-    load_slice_column<I, TL>(in, m, origins[1], line_of(h.value), t, b);
+    load_slice_column<I>(in, m, origins[0], line_of(h.value), t, T, offset, a);
+    load_slice_column<I>(in, m, origins[1], line_of(h.value), t, T, offset, b);
     fft::static_for<I>([&](auto j) { v[h.value][j.value] = {a[j.value], b[j.value]}; });
   });
   // v[h][j] = X(ky = line, kx = t + TL*j), stored [kx][ky] (neighbouring lanes, neighbouring values)
@@ -154,12 +175,10 @@ slice_inverse_kernel(const cf* __restrict__ work, out_t* __restrict__ out, tile_
   cf* shared = reinterpret_cast<cf*>(shared_raw);
   auto* origins = reinterpret_cast<slice_origin*>(shared_raw + T * stride * 8);
 
-  const unsigned vd = (unsigned)m.valid_d;
-  const long long local_pair = blockIdx.x / vd;
-  const int a = (int)(blockIdx.x % vd);
-  const long long g = 2 * (first_pair + local_pair);
-  if (threadIdx.x < 2) origins[threadIdx.x] = output_of(m, g + threadIdx.x, g + threadIdx.x < total, a);
-  __syncthreads();
+  const block_slice at = publish_slice_origins((unsigned)m.valid_d, first_pair, total, origins,
+                                              [&](long long g, bool present, int s) { return output_of(m, g, present, s); });
+  const long long local_pair = at.local_pair;
+  const int a = at.slice;
   if (origins[0].base < 0 && origins[1].base < 0) return;  // the whole block: no output slice here
 
   const int first = threadIdx.x % lanes, t = threadIdx.x / lanes;
@@ -177,9 +196,169 @@ slice_inverse_kernel(const cf* __restrict__ work, out_t* __restrict__ out, tile_
       re[j.value] = v[h.value][j.value].re;
       im[j.value] = v[h.value][j.value].im;
     });
-    store_slice_column<I, TL>(out, m, origins[0], line_of(h.value), t, re);
-    store_slice_column<I, TL>(out, m, origins[1], line_of(h.value), t, im);
+    store_slice_column<I>(out, m, origins[0], line_of(h.value), t, [](int j) { return TL * j; }, re);
+    store_slice_column<I>(out, m, origins[1], line_of(h.value), t, [](int j) { return TL * j; }, im);
   });
+}
+
+// Mixed slice sides (n = R M, R = 3 or 5: slice_mixed_side = 160 = 5 x 32). A pair's complex
+// 160 x 160 slice in registers would fill the multiprocessor's whole register file, so the
+// slice stays in shared memory as a row-major n x (n + 1) array (206 KB at 160) and a thread
+// holds one line's values at a time: each line's transform (block_mixed_fft_t) exchanges
+// through the line's own elements (a column at a stride of n + 1, a row at 1), and its result
+// goes back into them. No transpose: the row transforms read the array across. Lanes work on
+// neighbouring lines (columns: neighbouring addresses; rows: an odd stride), so neither
+// direction has bank conflicts without padding. Values of a line: thread t holds elements
+// time_index(t, q) before a forward transform, freq_index(t, q) after it (mixed_layout).
+// Threads a line and lines a thread (tuning builds): 8 and 2 = 640 threads holding 20 values
+// at 96 registers (16-40 bytes spilled); 4 and 2 = 320 threads holding 40 at 168 registers
+// (172 bytes spilled) took K = 31 on 128 x 512^2 0.71 -> 0.90 ms and K = 63 1.63 -> 1.99 (H200,
+// session 55); 4 and 1 (640 threads, 40 values) spills 500-800 bytes at the 96-register cap.
+#ifndef GPUCONV_SLICE_MIXED_TL
+#define GPUCONV_SLICE_MIXED_TL 8
+#endif
+#ifndef GPUCONV_SLICE_MIXED_LINES
+#define GPUCONV_SLICE_MIXED_LINES 2
+#endif
+template <int n, int TL = GPUCONV_SLICE_MIXED_TL, int L = GPUCONV_SLICE_MIXED_LINES>
+struct mixed_slice_policy {
+  static constexpr int R = fft::odd_part(n), M = n / R;
+  static constexpr int tile = n, lines_per_thread = L, lanes = n / L;
+  static_assert(n % L == 0 && lanes >= 32, "mixed_slice_policy: a warp spans lines");
+  static constexpr int block_threads = lanes * TL;
+  static_assert(block_threads <= 1024, "mixed_slice_policy: too many threads");
+  static constexpr int stride = n + 1;  // odd: rows of neighbouring lanes on distinct banks
+  static constexpr int shared_memory_bytes = n * stride * 8 + 2 * 48;
+  using layout = fft::mixed_layout<R, M, TL>;
+  static constexpr int items = layout::items;
+  using column_fft = fft::block_mixed_fft_t<R, M, TL, fft::twiddle_load_late, true, stride>;
+  using row_fft = fft::block_mixed_fft_t<R, M, TL, fft::twiddle_load_late, true, 1>;
+};
+
+// Pass A on mixed sides: as slice_forward_kernel (one block a slice u of a pair).
+template <typename policy, typename in_t>
+__global__ void __launch_bounds__(policy::block_threads, 1)
+slice_forward_mixed_kernel(const in_t* __restrict__ in, tile_map3d m, long long total, long long first_pair,
+                           cf* __restrict__ work, const cf* __restrict__ table) {
+  constexpr int T = policy::tile, I = policy::items, L = policy::lines_per_thread, lanes = policy::lanes;
+  constexpr int S = policy::stride;
+  using layout = typename policy::layout;
+  extern __shared__ __align__(16) unsigned char shared_raw[];
+  cf* shared = reinterpret_cast<cf*>(shared_raw);
+  auto* origins = reinterpret_cast<slice_origin*>(shared_raw + T * S * 8);
+
+  const unsigned td = (unsigned)m.tile_d;
+  const block_slice at = publish_slice_origins(
+      td, first_pair, total, origins, [&](long long g, bool present, int s) { return source_of(m, g, present, s); });
+  const long long local_pair = at.local_pair;
+  const int u = at.slice;
+
+  const int first = threadIdx.x % lanes, t = threadIdx.x / lanes;
+  // columns x: rows time_index(t, q) loaded, X(ky, x) left in the column's elements ky
+#pragma unroll 1
+  for (int h = 0; h < L; ++h) {
+    const int x = first + lanes * h;
+    fft::array_t<cf, I> v;
+    {
+      float a[I], b[I];
+      auto offset = [](int q) { return layout::time_index(0, q); };  // rows time_index(t, q)
+      load_slice_column<I>(in, m, origins[0], x, t, T, offset, a);
+      load_slice_column<I>(in, m, origins[1], x, t, T, offset, b);
+      fft::static_for<I>([&](auto q) { v[q.value] = {a[q.value], b[q.value]}; });
+    }
+    policy::column_fft::forward(v, shared + x, t, table);
+    __syncthreads();  // the transform's last reads of the column are done
+    fft::static_for<I>([&](auto q) { shared[layout::freq_index(t, q.value) * S + x] = v[q.value]; });
+  }
+  __syncthreads();
+  // rows ky: X(ky, kx) stored to work[pair][u][kx][ky] (neighbouring lanes, neighbouring ky)
+  cf* slice = work + ((long long)local_pair * td + u) * (T * T);
+#pragma unroll 1
+  for (int h = 0; h < L; ++h) {
+    const int ky = first + lanes * h;
+    fft::array_t<cf, I> v;
+    fft::static_for<I>([&](auto q) { v[q.value] = shared[ky * S + layout::time_index(t, q.value)]; });
+    __syncthreads();  // the row is read before its exchanges overwrite it
+    policy::row_fft::forward(v, shared + ky * S, t, table);
+    fft::static_for<I>([&](auto q) { slice[layout::freq_index(t, q.value) * T + ky] = v[q.value]; });
+  }
+}
+
+// Pass C on mixed sides: as slice_inverse_kernel (one block a valid slice of a pair).
+template <typename policy, typename out_t>
+__global__ void __launch_bounds__(policy::block_threads, 1)
+slice_inverse_mixed_kernel(const cf* __restrict__ work, out_t* __restrict__ out, tile_map3d m, long long total,
+                           long long first_pair, const cf* __restrict__ table) {
+  constexpr int T = policy::tile, I = policy::items, L = policy::lines_per_thread, lanes = policy::lanes;
+  constexpr int S = policy::stride;
+  using layout = typename policy::layout;
+  extern __shared__ __align__(16) unsigned char shared_raw[];
+  cf* shared = reinterpret_cast<cf*>(shared_raw);
+  auto* origins = reinterpret_cast<slice_origin*>(shared_raw + T * S * 8);
+
+  const block_slice at = publish_slice_origins((unsigned)m.valid_d, first_pair, total, origins,
+                                              [&](long long g, bool present, int s) { return output_of(m, g, present, s); });
+  const long long local_pair = at.local_pair;
+  const int a = at.slice;
+  if (origins[0].base < 0 && origins[1].base < 0) return;  // the whole block: no output slice here
+
+  const int first = threadIdx.x % lanes, t = threadIdx.x / lanes;
+  const cf* slice = work + ((long long)local_pair * m.tile_d + a + m.kd - 1) * (T * T);
+  // rows ky: X(ky, kx) loaded, (ky, x) left in the row's elements x
+#pragma unroll 1
+  for (int h = 0; h < L; ++h) {
+    const int ky = first + lanes * h;
+    fft::array_t<cf, I> v;
+    fft::static_for<I>([&](auto q) { v[q.value] = slice[layout::freq_index(t, q.value) * T + ky]; });
+    policy::row_fft::inverse(v, shared + ky * S, t, table);
+    __syncthreads();  // the transform's last reads of the row are done
+    fft::static_for<I>([&](auto q) { shared[ky * S + layout::time_index(t, q.value)] = v[q.value]; });
+  }
+  __syncthreads();
+  // columns x: y(time_index(t, q), x), the valid outputs written
+#pragma unroll 1
+  for (int h = 0; h < L; ++h) {
+    const int x = first + lanes * h;
+    fft::array_t<cf, I> v;
+    fft::static_for<I>([&](auto q) { v[q.value] = shared[layout::freq_index(t, q.value) * S + x]; });
+    __syncthreads();  // the column is read before its exchanges overwrite it
+    policy::column_fft::inverse(v, shared + x, t, table);
+    float re[I], im[I];
+    fft::static_for<I>([&](auto q) {
+      re[q.value] = v[q.value].re;
+      im[q.value] = v[q.value].im;
+    });
+    auto offset = [](int q) { return layout::time_index(0, q); };  // rows time_index(t, q)
+    store_slice_column<I>(out, m, origins[0], x, t, offset, re);
+    store_slice_column<I>(out, m, origins[1], x, t, offset, im);
+  }
+}
+
+template <typename policy>
+struct is_mixed_slice : std::false_type {};
+template <int n, int TL, int L>
+struct is_mixed_slice<mixed_slice_policy<n, TL, L>> : std::true_type {};
+
+// Calls f with the slice kernels' policy for side s (32, 64, 128: fused_policy_for; 160:
+// mixed_slice_policy).
+template <typename F>
+void dispatch_slice_side(int s, F&& f) {
+  if (s == slice_mixed_side) {
+    f(mixed_slice_policy<slice_mixed_side>{});
+    return;
+  }
+  dispatch_fused_tile(s, [&](auto side) { f(typename fused_policy_for<decltype(side)::value>::type{}); });
+}
+
+template <typename policy, typename T>
+constexpr auto forward_kernel_of() {
+  if constexpr (is_mixed_slice<policy>::value) return &slice_forward_mixed_kernel<policy, T>;
+  else return &slice_forward_kernel<policy, T>;
+}
+template <typename policy, typename T>
+constexpr auto inverse_kernel_of() {
+  if constexpr (is_mixed_slice<policy>::value) return &slice_inverse_mixed_kernel<policy, T>;
+  else return &slice_inverse_kernel<policy, T>;
 }
 
 // The forward transform of one column of a mixed length n = R M in double, in place (natural
@@ -201,13 +380,30 @@ void mixed_forward_double(fft::complex_t<double>* column, const std::vector<fft:
   for (int q = 0; q < n; ++q) column[layout::freq_index(0, q)] = v[q];
 }
 
+// fused_tiles::spectrum_double on a mixed side T: K[kx][ky] = sum k(i, j) W_T^(ky i + kx j) in
+// double, the rows' transforms then the columns' (mixed_forward_double).
+std::vector<fft::complex_t<double>> mixed_spectrum_double(int T, const float* kernel, int kh, int kw,
+                                                          const std::vector<fft::complex_t<double>>& roots) {
+  std::vector<fft::complex_t<double>> b(std::size_t(T) * T, {0, 0}), row(T);
+  fft::dispatch_mixed(T, [&](auto n) {
+    constexpr int N = decltype(n)::value;
+    for (int i = 0; i < kh; ++i) {  // A[i][kx], held as b[kx][i]
+      for (int j = 0; j < T; ++j) row[j] = {j < kw ? double(kernel[std::size_t(i) * kw + j]) : 0.0, 0.0};
+      mixed_forward_double<N>(row.data(), roots);
+      for (int kx = 0; kx < T; ++kx) b[std::size_t(kx) * T + i] = row[kx];
+    }
+    for (int kx = 0; kx < T; ++kx) mixed_forward_double<N>(b.data() + std::size_t(kx) * T, roots);
+  });
+  return b;
+}
+
 }  // namespace
 
 std::vector<cf> slice_tiles3d::spectrum(const tiling3d& t, const std::vector<float>& kernel, int kd, int kh, int kw) {
   if (!supports(t))
     throw std::invalid_argument("slice_tiles3d: tiles of " + std::to_string(t.tile_d) + " x " + std::to_string(t.tile_h) +
                                 " x " + std::to_string(t.tile_w) +
-                                " (square slices of 32, 64 or 128; a depth of 16..256 or " + fft::mixed_lengths_text() + ")");
+                                " (square slices of 32, 64, 128 or 160; a depth of 16..256 or " + fft::mixed_lengths_text() + ")");
   if (kd > t.tile_d || kh > t.tile_h || kw > t.tile_w || kernel.size() != std::size_t(kd) * kh * kw)
     throw std::invalid_argument("slice_tiles3d: the kernel does not fit the tile");
   const int T = t.tile_h, D = t.tile_d;
@@ -217,8 +413,12 @@ std::vector<cf> slice_tiles3d::spectrum(const tiling3d& t, const std::vector<flo
   // tiles: a CLI call pays it per plan)
   const int threads = (int)std::min(16u, std::max(1u, std::thread::hardware_concurrency()));
   std::vector<fft::complex_t<double>> slices(plane * kd);
+  std::vector<fft::complex_t<double>> side_roots;  // W_T^e for a mixed side
+  if (!fft::is_pow2(T))
+    for (int e = 0; e < T; ++e) side_roots.push_back(fft::unit_root(e, T));
   parallel_units(threads, kd, [&](long long l) {
-    const auto s = fused_tiles::spectrum_double(T, kernel.data() + std::size_t(l) * kh * kw, kh, kw);
+    const float* k = kernel.data() + std::size_t(l) * kh * kw;
+    const auto s = fft::is_pow2(T) ? fused_tiles::spectrum_double(T, k, kh, kw) : mixed_spectrum_double(T, k, kh, kw, side_roots);
     std::copy(s.begin(), s.end(), slices.begin() + plane * l);
   });
   const double scale = 1.0 / (double(D) * plane);
@@ -251,19 +451,20 @@ slice_tiles3d::slice_tiles3d(const tiling3d& t, const std::vector<float>& kernel
   const auto host = spectrum(t, kernel, kd, kh, kw);
   spectrum_ = device_buffer<cf>(host.size());
   GPUCONV_CUDA(cudaMemcpy(spectrum_.data(), host.data(), spectrum_.bytes(), cudaMemcpyHostToDevice));
-  slice_table_ = fft::device_twiddle_table(2 * t.tile_h);  // block_fft_t's W_{2N}^e
+  // block_fft_t's W_{2N}^e, or for a mixed side block_mixed_fft_t's W_{2M}^e then W_n^e
+  slice_table_ = fft::device_column_table(t.tile_h);
   depth_table_ = fft::device_column_table(t.tile_d);
   const int sms = fft::current_device_sms();
   dispatch_depth(t.tile_d, [&](auto n) { along_d_grid_ = fft::strided_grid<decltype(n)::value>(1LL << 40, sms); });
-  dispatch_fused_tile(t.tile_h, [&](auto side) {
-    using policy = typename fused_policy_for<decltype(side)::value>::type;
+  dispatch_slice_side(t.tile_h, [&](auto p) {
+    using policy = decltype(p);
     constexpr int bytes = policy::shared_memory_bytes;
-    allow_dynamic_shared(&slice_forward_kernel<policy, float>, bytes);
-    allow_dynamic_shared(&slice_forward_kernel<policy, std::uint8_t>, bytes);
-    allow_dynamic_shared(&slice_forward_kernel<policy, std::uint16_t>, bytes);
-    allow_dynamic_shared(&slice_inverse_kernel<policy, float>, bytes);
-    allow_dynamic_shared(&slice_inverse_kernel<policy, std::uint8_t>, bytes);
-    allow_dynamic_shared(&slice_inverse_kernel<policy, std::uint16_t>, bytes);
+    allow_dynamic_shared(forward_kernel_of<policy, float>(), bytes);
+    allow_dynamic_shared(forward_kernel_of<policy, std::uint8_t>(), bytes);
+    allow_dynamic_shared(forward_kernel_of<policy, std::uint16_t>(), bytes);
+    allow_dynamic_shared(inverse_kernel_of<policy, float>(), bytes);
+    allow_dynamic_shared(inverse_kernel_of<policy, std::uint8_t>(), bytes);
+    allow_dynamic_shared(inverse_kernel_of<policy, std::uint16_t>(), bytes);
   });
 }
 
@@ -276,9 +477,9 @@ void slice_tiles3d::run(const T* in, T* out, const tile_map3d& m, long long tota
   const long long slices = pairs * tiles_.tile_d;
   if (slices >= (1LL << 31)) throw std::invalid_argument("slice_tiles3d::run: more than 2^31 - 1 slices in one launch");
   const int side = tiles_.tile_h;
-  dispatch_fused_tile(side, [&](auto s) {
-    using policy = typename fused_policy_for<decltype(s)::value>::type;
-    slice_forward_kernel<policy, T><<<(unsigned)slices, policy::block_threads, policy::shared_memory_bytes, stream>>>(
+  dispatch_slice_side(side, [&](auto p) {
+    using policy = decltype(p);
+    forward_kernel_of<policy, T>()<<<(unsigned)slices, policy::block_threads, policy::shared_memory_bytes, stream>>>(
         in, m, total, first_pair, work, slice_table_.data());
     check_launch("slice_forward_kernel");
   });
@@ -291,11 +492,11 @@ void slice_tiles3d::run(const T* in, T* out, const tile_map3d& m, long long tota
     fft::launch_c2c_strided<N, false>(work, work, columns, (long long)side * side, grid, depth_table_.data(),
                                       fft::strided_multiply{spectrum_.data(), kd_ - 1}, stream);
   });
-  dispatch_fused_tile(side, [&](auto s) {
-    using policy = typename fused_policy_for<decltype(s)::value>::type;
-    slice_inverse_kernel<policy, T><<<(unsigned)(pairs * tiles_.valid_d), policy::block_threads,
-                                      policy::shared_memory_bytes, stream>>>(work, out, m, total, first_pair,
-                                                                             slice_table_.data());
+  dispatch_slice_side(side, [&](auto p) {
+    using policy = decltype(p);
+    inverse_kernel_of<policy, T>()<<<(unsigned)(pairs * tiles_.valid_d), policy::block_threads,
+                                     policy::shared_memory_bytes, stream>>>(work, out, m, total, first_pair,
+                                                                            slice_table_.data());
     check_launch("slice_inverse_kernel");
   });
 }

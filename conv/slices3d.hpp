@@ -1,6 +1,8 @@
 // The 3D tiles' slice path (CUDA): the overlap-save tiles of plan3d convolved in three passes,
 // two real tiles at a time as the real and imaginary parts of one complex tile (as the 2D
-// fused and three-pass paths do), when a tile's slices are squares of 32, 64 or 128:
+// fused and three-pass paths do), when a tile's slices are squares of 32, 64, 128 or 160 (5 x 32:
+// the slice held in shared memory, each line's transform exchanging through its own elements;
+// slices3d.cu's mixed-side kernels):
 //   A  slice_forward_kernel: one block a slice of a tile pair: the slice's voxels loaded from
 //      the volume (the boundary rule on every axis in the loader, narrow voxels widened), its
 //      2D FFT in shared memory (columns, then rows), stored to work[pair][u][kx][ky];
@@ -26,7 +28,7 @@ namespace gpuconv::conv {
 
 class slice_tiles3d {
  public:
-  // Tiles whose slices this path takes: square slices of 32, 64 or 128 and a depth of 16..256
+  // Tiles whose slices this path takes: square slices of 32, 64, 128 or 160 and a depth of 16..256
   // or a mixed length (slice_path_depth).
   static bool supports(const tiling3d& t) { return slice_path_tiles(t); }
   // Device bytes of one pair's complex tile (the work buffer holds a chunk of pairs).

@@ -15,6 +15,7 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "../fft/plan/dispatch.hpp"
@@ -44,25 +45,40 @@ constexpr int cpu_max_tile_side_3d = 128;
 inline bool slice_path_depth(int d) {
   return (fft::is_pow2(d) && d >= 16 && d <= 256) || fft::is_compiled_mixed_length(d);
 }
-// Tiles the slice path takes (slices3d.hpp): square slices of 32, 64 or 128, a depth above.
+// Slice sides the slice path takes: 32, 64 and 128, and 160 (5 x 32; slices3d.cu's mixed-side
+// kernels: 128 x 512^2 with a 31-deep PSF takes 4 x 4 slices of 160 a tile layer instead of 6 x 6
+// of 128, 30% fewer tile voxels).
+constexpr int slice_mixed_side = 160;
+inline bool slice_path_side(int s) { return s == 32 || s == 64 || s == 128 || s == slice_mixed_side; }
+// Tiles the slice path takes (slices3d.hpp): square slices of those sides, a depth above.
 inline bool slice_path_tiles(const tiling3d& t) {
-  return t.tile_h == t.tile_w && (t.tile_h == 32 || t.tile_h == 64 || t.tile_h == 128) && slice_path_depth(t.tile_d);
+  return t.tile_h == t.tile_w && slice_path_side(t.tile_h) && slice_path_depth(t.tile_d);
 }
 // The slice path's cost against the multipass route's per unit of the model below: measured
 // 5.7-9.4 ps a tile voxel against 22-24 (H100, 128 x 512 x 512, K = 15..63; docs/notes-3d.md).
 constexpr double slice_path_weight = 0.375;
+// Slices of slice_mixed_side against the power-of-two ones, per unit of the model (the line
+// transforms exchange through shared memory in more passes; 640 threads at 96 registers a
+// multiprocessor): measured 1.14x (K = 63) and 1.17x (K = 31) on 128 x 512 x 512 (H200,
+// session 55), so that K = 63 keeps 192 x 128^2 (1.59 ms against 1.63 on 192 x 160^2) and
+// K = 31 takes 160^3 (0.71 ms against 0.85 on 160 x 128^2). GPUCONV_SLICE_MIXED=0 at plan time
+// leaves these slices out (a measurement switch: plan3d.cpp).
+constexpr double slice_mixed_side_weight = 1.16;
 
 // Tile sides per axis for an out_d x out_h x out_w output and a kd x kh x kw kernel: the
 // powers of two in [16, 256] (none larger than the axis needs) that minimise the padded
 // voxels times (log2 of the tile's voxels + 8), a pass count proxy (multi-pass pipeline:
 // every pass moves the whole tile; the FFT's work grows with the log). forced > 0: a cube of
-// that side (each axis rounded up to cover its kernel and to 16). max_side: the largest side
+// that side (each axis rounded up to cover its kernel and to 16; with slice_path,
+// slice_mixed_side gives that cube where the kernel fits). max_side: the largest side
 // the model considers (cpu_max_tile_side_3d for the CPU backend).
 // slice_path: the CUDA backend's slice path takes the tiles it can (slice_path_tiles), at
 // slice_path_weight of the cost, and with them the mixed depths (slice_path_depth) from the
-// kernel's depth up to the first that covers the whole output depth.
+// kernel's depth up to the first that covers the whole output depth, and square slices of
+// slice_mixed_side where both sides' ranges reach it (priced slice_mixed_side_weight higher).
 inline tiling3d choose_tiling3d(long long out_d, long long out_h, long long out_w, int kd, int kh, int kw,
-                                int forced = 0, int max_side = max_tile_side_3d, bool slice_path = false) {
+                                int forced = 0, int max_side = max_tile_side_3d, bool slice_path = false,
+                                bool slice_mixed_sides = true) {
   auto make = [&](int td, int th, int tw) {
     tiling3d t{td, th, tw, td - kd + 1, th - kh + 1, tw - kw + 1, 0, 0, 0};
     t.tiles_z = (out_d + t.valid_d - 1) / t.valid_d;
@@ -72,6 +88,9 @@ inline tiling3d choose_tiling3d(long long out_d, long long out_h, long long out_
   };
   auto least = [](int k) { return (int)std::max<long long>(min_tile_side_3d, next_pow2(k)); };
   if (forced > 0) {
+    // the slice path's mixed side: a cube of it where the kernel fits (tests, measurements)
+    if (slice_path && slice_mixed_sides && forced == slice_mixed_side && std::max({kd, kh, kw}) <= forced)
+      return make(forced, forced, forced);
     const int f = (int)next_pow2(forced);
     return make(std::max(f, least(kd)), std::max(f, least(kh)), std::max(f, least(kw)));
   }
@@ -88,22 +107,26 @@ inline tiling3d choose_tiling3d(long long out_d, long long out_h, long long out_
       depths.push_back(td);
       if (td - kd + 1 >= out_d) break;  // mixed_lengths ascend: this one covers the depth
     }
+  std::vector<std::pair<int, int>> slices_hw;
+  for (int th = lh; th <= mh; th *= 2)
+    for (int tw = lw; tw <= mw; tw *= 2) slices_hw.push_back({th, tw});
+  const int ms = slice_mixed_side;
+  if (slice_path && slice_mixed_sides && std::max(lh, lw) <= ms && ms <= std::min(mh, mw)) slices_hw.push_back({ms, ms});
   tiling3d best{};
   double best_cost = 0;
   for (int td : depths)
-    for (int th = lh; th <= mh; th *= 2)
-      for (int tw = lw; tw <= mw; tw *= 2) {
-        const tiling3d t = make(td, th, tw);
-        if (t.tile_voxels() > (1LL << 24)) continue;  // 256^3: the workspace of one tile stays < 200 MB
-        const bool slices = slice_path && slice_path_tiles(t);
-        if (!fft::is_pow2(td) && !slices) continue;  // mixed depths: the slice path's alone
-        const double cost = double(t.tiles_per_volume()) * double(t.tile_voxels()) *
-                            (std::log2(double(t.tile_voxels())) + 8) * (slices ? slice_path_weight : 1.0);
-        if (best.tile_d == 0 || cost < best_cost) {
-          best = t;
-          best_cost = cost;
-        }
+    for (const auto& [th, tw] : slices_hw) {
+      const tiling3d t = make(td, th, tw);
+      if (t.tile_voxels() > (1LL << 24)) continue;  // 256^3: the workspace of one tile stays < 200 MB
+      const bool slices = slice_path && slice_path_tiles(t);
+      if (!fft::is_pow2(td) && !slices) continue;  // mixed depths: the slice path's alone
+      const double weight = !slices ? 1.0 : th == ms ? slice_path_weight * slice_mixed_side_weight : slice_path_weight;
+      const double cost = double(t.tiles_per_volume()) * double(t.tile_voxels()) * (std::log2(double(t.tile_voxels())) + 8) * weight;
+      if (best.tile_d == 0 || cost < best_cost) {
+        best = t;
+        best_cost = cost;
       }
+    }
   if (best.tile_d == 0) best = make(ld, lh, lw);  // a kernel over 256 on every axis: the smallest cover
   return best;
 }

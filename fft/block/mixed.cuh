@@ -3,6 +3,11 @@
 // R-point DFTs and the W_n twiddles in registers, and R M-point block_fft_t transforms, each
 // through its own exchange buffer of the column's shared memory.
 //
+// line_stride > 0: the column is a line of a 2D array in shared memory, element i at
+// i * line_stride (block_fft_t's line_stride), and sub-transform k1 exchanges through the line's
+// own elements k1 M .. k1 M + M - 1 (the caller synchronises between its reads of the line
+// and the transform, and between the transform and its writes).
+//
 // Twiddle table: W_{2M}^e (e < 2M, block_fft_t's) followed by W_n^e (e < n);
 // mixed_twiddle_table builds it. The inverse is unnormalised.
 #pragma once
@@ -11,7 +16,8 @@
 
 namespace gpuconv::fft {
 
-template <int R, int M, int T, typename twiddle_load = twiddle_load_ro, bool rows_across_warps = false>
+template <int R, int M, int T, typename twiddle_load = twiddle_load_ro, bool rows_across_warps = false,
+          int line_stride = 0>
 struct block_mixed_fft_t {
   using layout = mixed_layout<R, M, T>;
   static constexpr int n = R * M, Pm = M / T, items_per_thread = R * Pm;
@@ -19,9 +25,11 @@ struct block_mixed_fft_t {
   using value_t = complex_t<float>;
   using items_t = array_t<value_t, items_per_thread>;
   template <bool inverse>
-  using sub_t = block_fft_t<M, T, inverse, twiddle_load, rows_across_warps>;
+  using sub_t = block_fft_t<M, T, inverse, twiddle_load, rows_across_warps, 4, false, line_stride>;
   // complex values of shared memory one column needs: an exchange buffer per M-point transform
-  static constexpr int sub_shared_elems = sub_t<false>::row_shared_elems;
+  // (where the column is a line of a 2D array: the offset of sub-transform k1's elements is
+  // k1 * sub_shared_elems)
+  static constexpr int sub_shared_elems = line_stride > 0 ? M * line_stride : sub_t<false>::row_shared_elems;
   static constexpr int column_shared_elems = R * sub_shared_elems;
 
   // On entry v[q] = x[time_index(t, q)]; on exit v[q] = X[freq_index(t, q)].

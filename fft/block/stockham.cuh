@@ -24,11 +24,15 @@ namespace gpuconv::fft {
 // rows of T > 32 threads (the real transforms' blocks hold one such row: a named barrier per
 // row, tried, reserves all 16 barriers when its id is computed, and an SM holds 4 such blocks).
 // pad_shift: shared indices are padded by one slot per 2^pad_shift values.
+// line_stride: 0 for a row of its own (padded as above); s > 0 for a line of a 2D array in
+// shared memory whose element i sits at i * s, unpadded (a column of a row-major tile, or a row
+// with s = 1), where the lanes of a warp work on neighbouring lines and not on one (the
+// mixed-side slice kernels, conv/slices3d.cu): the line's own storage is its exchange buffer.
 // pass_tables: the twiddle table holds, after its 2N values W_{2N}^e, each later pass's
 // twiddles in the order the threads read them (append_pass_tables), so that a warp's loads are
 // contiguous instead of a gather at a stride of r * 2N / (Ns R) values (over up to 32 cache lines).
 template <int N, int T, bool inverse, typename twiddle_load = twiddle_load_ro, bool rows_across_warps = false,
-          int pad_shift = 4, bool pass_tables = false>
+          int pad_shift = 4, bool pass_tables = false, int line_stride = 0>
 struct block_fft_t {
   static_assert(is_pow2(N) && is_pow2(T) && T >= 1 && T <= N, "block_fft_t: bad shape");
   static constexpr int threads_per_row = T;
@@ -67,7 +71,10 @@ struct block_fft_t {
   }
 
   static_assert(pad_shift >= 4, "block_fft_t: the row buffer holds N + N/16 values");
-  static __device__ GPUCONV_INLINE int padded(int a) { return a + (a >> pad_shift); }
+  static __device__ GPUCONV_INLINE int padded(int a) {
+    if constexpr (line_stride > 0) return a * line_stride;
+    else return a + (a >> pad_shift);
+  }
 
   static __device__ GPUCONV_INLINE void sync() {
     if constexpr (T <= 32 && !rows_across_warps) {

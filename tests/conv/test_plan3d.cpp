@@ -492,6 +492,47 @@ TEST_CASE("plan3d CUDA slice path with mixed tile depths", "[conv][3d][gpu]") {
   }
 }
 
+// Slices of 160 (5 x 32: slices3d.cu's mixed-side kernels, the slice held in shared memory and
+// each line's transform exchanging through its own elements): forced 160^3 tiles through every
+// mode x operation x boundary on shapes of 1..4 tiles a plane (an odd count: a pair's second
+// tile absent), two volumes, the automatic choice, a cap of one tile pair a chunk, narrow voxels.
+TEST_CASE("plan3d CUDA slice path on slices of 160", "[conv][3d][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  const options o = every_semantics();
+  const shape3 s = GENERATE(shape3{6, 300, 290, 2, 3, 5, 7}, shape3{5, 400, 150, 1, 4, 3, 2}, shape3{3, 161, 160, 1, 1, 1, 1});
+  const auto po = make_options(backend::cuda, o, cpu_method::automatic, 160);
+  {
+    const auto k = test::random_reals<float>(std::size_t(s.kd) * s.kh * s.kw, 3);
+    const plan3d p(s.d, s.h, s.w, s.volumes, k.data(), s.kd, s.kh, s.kw, po);
+    REQUIRE(p.path() == cuda_path::fused);
+    REQUIRE(p.tile().tile_h == 160);
+    REQUIRE(p.tile().tile_w == 160);
+  }
+  check_case(po, s);
+}
+
+TEST_CASE("plan3d CUDA slice path on slices of 160: the automatic tiles, a chunk a pair, narrow voxels", "[conv][3d][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  options o;
+  o.border = GENERATE(boundary::reflect101, boundary::constant);
+  o.op = GENERATE(operation::convolution, operation::correlation);
+  o.constant_value = 0.25f;
+  // the automatic choice: 160 x 160 slices for this volume ('same'; 128-slices need 2 x 2)
+  const shape3 a{16, 145, 150, 1, 3, 5, 5};
+  const auto k = test::random_reals<float>(std::size_t(a.kd) * a.kh * a.kw, 4);
+  const auto po = make_options(backend::cuda, o);
+  const plan3d p(a.d, a.h, a.w, a.volumes, k.data(), a.kd, a.kh, a.kw, po);
+  REQUIRE(p.path() == cuda_path::fused);
+  REQUIRE(p.tile().tile_h == 160);
+  check_case(po, a);
+  // a memory cap of one 160^3 tile pair a chunk (33 MB a pair): four chunks
+  const shape3 b{6, 300, 290, 2, 3, 5, 7};
+  const auto capped = make_options(backend::cuda, o, cpu_method::automatic, 160, std::size_t(80) << 20);
+  check_case(capped, b);
+  check_narrow<std::uint8_t>(make_options(backend::cuda, o, cpu_method::automatic, 160), b);
+  check_narrow<std::uint16_t>(make_options(backend::cuda, o, cpu_method::automatic, 160), a);
+}
+
 TEST_CASE("plan3d CUDA slice path: execute_device, and the multipass route's result", "[conv][3d][gpu]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
   const std::size_t limit = GENERATE(std::size_t(0), std::size_t(1) << 20);
@@ -558,12 +599,23 @@ void emulate_tiles(const problem3d& p, const tile_map3d& m, const float* in, int
 
 TEST_CASE("the slice path's tiles take mixed depths where they hug the volume", "[conv][3d]") {
   // 128 x 512 x 512 (the stack): one layer of 160 for a 31-deep PSF against four of 64
+  // and slices of 160: 4 x 4 a layer instead of 6 x 6 of 128 (30% fewer tile voxels)
   const tiling3d a = choose_tiling3d(128, 512, 512, 31, 31, 31, 0, max_tile_side_3d, true);
   CHECK(a.tile_d == 160);
-  CHECK(a.tile_h == 128);
+  CHECK(a.tile_h == 160);
+  CHECK(a.tile_w == 160);
   CHECK(a.tiles_z == 1);
+  CHECK(a.tiles_y == 4);
+  CHECK(slice_path_tiles(a));
+  CHECK(choose_tiling3d(128, 512, 512, 31, 31, 31, 0, max_tile_side_3d, true, false).tile_h == 128);
   CHECK(choose_tiling3d(128, 512, 512, 63, 63, 63, 0, max_tile_side_3d, true).tile_d == 192);
+  CHECK(choose_tiling3d(128, 512, 512, 63, 63, 63, 0, max_tile_side_3d, true).tile_h == 128);  // measured faster
   CHECK(choose_tiling3d(128, 512, 512, 15, 15, 15, 0, max_tile_side_3d, true).tile_d == 80);
+  CHECK(choose_tiling3d(128, 512, 512, 15, 15, 15, 0, max_tile_side_3d, true).tile_h == 128);
+  // 160 forced: the cube on the slice path, a power of two elsewhere
+  const tiling3d f = choose_tiling3d(6, 300, 290, 3, 5, 7, 160, max_tile_side_3d, true);
+  CHECK((f.tile_d == 160 && f.tile_h == 160 && f.tile_w == 160 && f.tiles_y == 2 && f.tiles_x == 2));
+  CHECK(choose_tiling3d(6, 300, 290, 3, 5, 7, 160, max_tile_side_3d, false).tile_h == 256);
   // not for the multipass route or the CPU backend, nor for a forced tile
   CHECK(choose_tiling3d(128, 512, 512, 31, 31, 31, 0, max_tile_side_3d, false).tile_d == 64);
   CHECK(choose_tiling3d(128, 512, 512, 31, 31, 31, 0, cpu_max_tile_side_3d, false).tile_d == 64);
@@ -584,10 +636,11 @@ TEST_CASE("the slice path's tiles take mixed depths where they hug the volume", 
 
 TEST_CASE("the slice path's kernel spectrum along a mixed depth equals the direct sum", "[conv][3d]") {
   // K(kz, kx, ky) = sum k(l, i, j) W_D^(kz l) W_T^(ky i + kx j) / (D T^2), stored [kz][kx][ky]
-  const int kd = 5, kh = 4, kw = 3, T = 32;
+  const int kd = 5, kh = 4, kw = 3;
   const auto k = test::random_reals<float>(std::size_t(kd) * kh * kw, 17);
-  for (int D : {64, 48, 80, 96, 160, 192, 320}) {
-    INFO("depth " << D);
+  // (slices of 32 with every depth; slices of 160, the mixed side, with two)
+  for (auto [D, T] : {std::pair{64, 32}, {48, 32}, {80, 32}, {96, 32}, {160, 32}, {192, 32}, {320, 32}, {48, 160}, {64, 160}}) {
+    INFO("depth " << D << ", slices " << T);
     const tiling3d t{D, T, T, D - kd + 1, T - kh + 1, T - kw + 1, 1, 1, 1};
     const auto got = slice_tiles3d::spectrum(t, k, kd, kh, kw);
     REQUIRE(got.size() == std::size_t(D) * T * T);
