@@ -495,7 +495,8 @@ TEST_CASE("plan3d CUDA slice path with mixed tile depths", "[conv][3d][gpu]") {
 // Slices of 160 (5 x 32: slices3d.cu's mixed-side kernels, the slice held in shared memory and
 // each line's transform exchanging through its own elements): forced 160^3 tiles through every
 // mode x operation x boundary on shapes of 1..4 tiles a plane (an odd count: a pair's second
-// tile absent), two volumes, the automatic choice, a cap of one tile pair a chunk, narrow voxels.
+// tile absent), two volumes, the automatic choice, a cap of one tile pair a chunk, bands over D,
+// narrow voxels.
 TEST_CASE("plan3d CUDA slice path on slices of 160", "[conv][3d][gpu]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
   const options o = every_semantics();
@@ -511,7 +512,7 @@ TEST_CASE("plan3d CUDA slice path on slices of 160", "[conv][3d][gpu]") {
   check_case(po, s);
 }
 
-TEST_CASE("plan3d CUDA slice path on slices of 160: the automatic tiles, a chunk a pair, narrow voxels", "[conv][3d][gpu]") {
+TEST_CASE("plan3d CUDA slice path on slices of 160: the automatic tiles, a chunk a pair, bands, narrow voxels", "[conv][3d][gpu]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
   options o;
   o.border = GENERATE(boundary::reflect101, boundary::constant);
@@ -531,6 +532,12 @@ TEST_CASE("plan3d CUDA slice path on slices of 160: the automatic tiles, a chunk
   check_case(capped, b);
   check_narrow<std::uint8_t>(make_options(backend::cuda, o, cpu_method::automatic, 160), b);
   check_narrow<std::uint16_t>(make_options(backend::cuda, o, cpu_method::automatic, 160), a);
+  // bands over D: two tile layers (156 outputs deep each) of a 300-slice volume under a cap
+  // that holds one pair's workspace but not the volume, its output and the workspace together
+  if (o.op == operation::convolution) {
+    const shape3 c{300, 170, 165, 1, 5, 5, 5};
+    check_case(make_options(backend::cuda, o, cpu_method::automatic, 160, std::size_t(80) << 20), c);
+  }
 }
 
 TEST_CASE("plan3d CUDA slice path: execute_device, and the multipass route's result", "[conv][3d][gpu]") {
