@@ -497,10 +497,10 @@ TEST_CASE("plan3d CUDA slice path with mixed tile depths", "[conv][3d][gpu]") {
 // mode x operation x boundary on shapes of 1..4 tiles a plane (an odd count: a pair's second
 // tile absent), two volumes, the automatic choice, a cap of one tile pair a chunk, bands over D,
 // narrow voxels.
-TEST_CASE("plan3d CUDA slice path on slices of 160", "[conv][3d][gpu]") {
+// One test case a shape, so that each runs under compute-sanitizer racecheck within a call.
+static void check_slices160(const shape3& s) {
   if (!cuda_device_available()) SKIP("no CUDA device present");
   const options o = every_semantics();
-  const shape3 s = GENERATE(shape3{6, 300, 290, 2, 3, 5, 7}, shape3{5, 400, 150, 1, 4, 3, 2}, shape3{3, 161, 160, 1, 1, 1, 1});
   const auto po = make_options(backend::cuda, o, cpu_method::automatic, 160);
   {
     const auto k = test::random_reals<float>(std::size_t(s.kd) * s.kh * s.kw, 3);
@@ -510,6 +510,18 @@ TEST_CASE("plan3d CUDA slice path on slices of 160", "[conv][3d][gpu]") {
     REQUIRE(p.tile().tile_w == 160);
   }
   check_case(po, s);
+}
+
+TEST_CASE("plan3d CUDA slice path on slices of 160: 2 x 2 tiles a plane, two volumes", "[conv][3d][gpu]") {
+  check_slices160(shape3{6, 300, 290, 2, 3, 5, 7});
+}
+
+TEST_CASE("plan3d CUDA slice path on slices of 160: 3 x 1 tiles a plane (a pair's second tile absent)", "[conv][3d][gpu]") {
+  check_slices160(shape3{5, 400, 150, 1, 4, 3, 2});
+}
+
+TEST_CASE("plan3d CUDA slice path on slices of 160: 2 x 1 tiles a plane, a kernel of one", "[conv][3d][gpu]") {
+  check_slices160(shape3{3, 161, 160, 1, 1, 1, 1});
 }
 
 TEST_CASE("plan3d CUDA slice path on slices of 160: the automatic tiles, a chunk a pair, bands, narrow voxels", "[conv][3d][gpu]") {
