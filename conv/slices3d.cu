@@ -380,19 +380,16 @@ void mixed_forward_double(fft::complex_t<double>* column, const std::vector<fft:
   for (int q = 0; q < n; ++q) column[layout::freq_index(0, q)] = v[q];
 }
 
-// fused_tiles::spectrum_double on a mixed side T: K[kx][ky] = sum k(i, j) W_T^(ky i + kx j) in
-// double, the rows' transforms then the columns' (mixed_forward_double).
+// fused_tiles::spectrum_double on a mixed side T: spectrum_rows_then_columns with
+// mixed_forward_double.
 std::vector<fft::complex_t<double>> mixed_spectrum_double(int T, const float* kernel, int kh, int kw,
                                                           const std::vector<fft::complex_t<double>>& roots) {
-  std::vector<fft::complex_t<double>> b(std::size_t(T) * T, {0, 0}), row(T);
+  std::vector<fft::complex_t<double>> b;
   fft::dispatch_mixed(T, [&](auto n) {
     constexpr int N = decltype(n)::value;
-    for (int i = 0; i < kh; ++i) {  // A[i][kx], held as b[kx][i]
-      for (int j = 0; j < T; ++j) row[j] = {j < kw ? double(kernel[std::size_t(i) * kw + j]) : 0.0, 0.0};
-      mixed_forward_double<N>(row.data(), roots);
-      for (int kx = 0; kx < T; ++kx) b[std::size_t(kx) * T + i] = row[kx];
-    }
-    for (int kx = 0; kx < T; ++kx) mixed_forward_double<N>(b.data() + std::size_t(kx) * T, roots);
+    b = spectrum_rows_then_columns(T, kernel, kh, kw, [&](fft::complex_t<double>* p, int rows) {
+      for (int r = 0; r < rows; ++r) mixed_forward_double<N>(p + std::size_t(r) * T, roots);
+    });
   });
   return b;
 }
