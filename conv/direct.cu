@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstdint>
 #include <stdexcept>
@@ -21,6 +22,7 @@
 
 #include "../fft/device/cuda_check.hpp"
 #include "../fft/device/shared_limit.hpp"
+#include "direct_mma.cuh"
 #include "pixel.cuh"
 #include "window_tile.cuh"
 #include "window_walks.cuh"
@@ -117,6 +119,40 @@ int rows_from_environment() {
 std::atomic<int> forced_rows{rows_from_environment()};
 }  // namespace
 
+namespace {
+int mma_from_environment() {
+  const char* e = std::getenv("GPUCONV_DIRECT_MMA");
+  const int v = e ? std::atoi(e) : 1;
+  return v == 0 || v == 2 ? v : 1;
+}
+std::atomic<int> mma_mode{mma_from_environment()};
+}  // namespace
+
+void force_mma_walk(int mode) {
+  if (mode < 0 || mode > 2) throw std::invalid_argument("force_mma_walk: " + std::to_string(mode) + " (0, 1 or 2)");
+  mma_mode = mode;
+}
+
+bool mma_walk_fits(int kh, int kw, int ox) {
+  constexpr int k = mma_walk_policy::max_k;
+  return kh >= 1 && kw >= 1 && kh <= k && kw <= k && kw + mma_shift(ox, kw) <= k;
+}
+
+bool mma_walk_applies(int kh, int kw, const window_map& m) {
+  const int mode = mma_mode.load();
+  if (mode == 0 || !mma_walk_fits(kh, kw, m.ox)) return false;
+  return mode == 2 || (m.out_w >= mma_walk_min_width && (long long)kh * kw >= mma_walk_min_taps);
+}
+
+float mma_walk_scale(const float* taps, int n) {
+  float largest = 0.f;
+  for (int i = 0; i < n; ++i) largest = std::max(largest, std::fabs(taps[i]));
+  if (!(largest > 0.f)) return 1.f;
+  int e = 0;
+  std::frexp(largest, &e);  // largest in [2^(e-1), 2^e)
+  return std::ldexp(1.f, std::min(11 - e, 126));
+}
+
 void force_window_rows(int rows) {
   if (rows != 0 && rows != 8 && rows != 4 && rows != 2)
     throw std::invalid_argument("force_window_rows: " + std::to_string(rows) + " (8, 4, 2 or 0)");
@@ -163,6 +199,13 @@ direct_tiles::direct_tiles(const std::vector<float>& kernels, int count, int kh,
   int device = 0;
   GPUCONV_CUDA(cudaGetDevice(&device));
   GPUCONV_CUDA(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device));
+  int major = 0;
+  GPUCONV_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  // (and the kernel compiled for sm_80 or later: built for older targets only, its body is empty)
+  cudaFuncAttributes mma_attributes{};
+  GPUCONV_CUDA(cudaFuncGetAttributes(&mma_attributes, mma_window_kernel<mma_walk_policy>));
+  tensor_cores_ = major >= 8 && mma_attributes.ptxVersion >= 80;
+  for (int k = 0; k < count; ++k) scales_.push_back(mma_walk_scale(kernels.data() + std::size_t(k) * kh * kw, kh * kw));
   const std::vector<float> padded = padded_taps(kernels.data(), count, kh, kw);
   padded_ = device_buffer<float>(padded.size());
   GPUCONV_CUDA(cudaMemcpy(padded_.data(), padded.data(), padded_.bytes(), cudaMemcpyHostToDevice));
@@ -175,6 +218,9 @@ void direct_tiles::run(const in_t* in, out_t* out, const window_map& m, int kern
   if (kernel < 0 || kernel >= count_)
     throw std::invalid_argument("direct_tiles::run: kernel " + std::to_string(kernel) + " of a bank of " +
                                 std::to_string(count_));
+  if constexpr (std::is_same_v<in_t, std::uint8_t> && std::is_same_v<out_t, std::uint8_t>) {
+    if (tensor_cores_ && mma_walk_applies(kh_, kw_, m)) return run_mma(in, out, m, kernel, stream);
+  }
   // the separable path's passes between pixel types keep 8 rows a thread (fewer instantiations)
   const int rows = std::is_same_v<in_t, out_t> ? window_rows_for(m.out_h, m.out_w, kh_, kw_, m.planes, sms_)
                                                : window_policy::rows_per_thread;
@@ -215,6 +261,34 @@ void direct_tiles::run(const in_t* in, out_t* out, const window_map& m, int kern
     if (rows == 4) return walks(std::integral_constant<int, 4>{});
   }
   walks(std::integral_constant<int, window_policy::rows_per_thread>{});
+}
+
+void direct_tiles::run_mma(const std::uint8_t* in, std::uint8_t* out, const window_map& m, int kernel,
+                           cudaStream_t stream) const {
+  using P = mma_walk_policy;
+  const long long tiles_y = (m.out_h + P::tile_h - 1) / P::tile_h, tiles_x = (m.out_w + P::tile_w - 1) / P::tile_w;
+  const long long blocks = m.planes * tiles_y * tiles_x;
+  if (blocks < 1) return;
+  if (blocks >= (1LL << 31))
+    throw std::invalid_argument("direct_tiles::run: " + std::to_string(blocks) + " blocks in one launch (at most 2^31 - 1)");
+  const float scale = scales_[kernel];
+  mma_walk_args a{m,
+                  kh_,
+                  kw_,
+                  round4(kw_),
+                  mma_shift(m.ox, kw_),
+                  padded(kernel),
+                  scale,
+                  1.f / scale,
+                  tiles_x,
+                  tiles_y * tiles_x,
+                  m.out_w % 16 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0,
+                  m.width % 4 == 0 && reinterpret_cast<std::uintptr_t>(in) % 4 == 0};
+  const std::size_t shared = std::size_t(P::max_k) * 32 * 16 + std::size_t(P::tile_h + kh_ - 1) * P::window_w * 2;
+  auto* fn = &mma_window_kernel<P>;
+  allow_dynamic_shared(fn, shared);
+  fn<<<(unsigned)blocks, P::threads, shared, stream>>>(in, out, a);
+  check_launch("mma_window_kernel");
 }
 
 #define GPUCONV_DIRECT_RUN(in_t, out_t) \

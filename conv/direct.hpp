@@ -14,7 +14,9 @@
 // - row: kh = 1, any kw (the separable row pass), a float4 register window per output row
 //   slid 4 columns at a time, 4 taps read per step for all rows;
 // - generic: any kh x kw, taps in shared memory reversed along x and padded to a multiple
-//   of 4, two float4 reads of a shared row per 4 taps.
+//   of 4, two float4 reads of a shared row per 4 taps;
+// and for uint8 in and out, kernels up to 9 x 9, a fifth walk on the tensor cores
+// (direct_mma.cuh: the window in fp16, each tap split into two halves, fp32 sums).
 // The host-side geometry (window_shape_for) is a plain function, unit-tested on the CPU.
 #pragma once
 #include <cstdint>
@@ -90,6 +92,23 @@ int window_rows_for(long long out_h, long long out_w, int kh, int kw, long long 
 // plans already made on the direct path: they shape each launch by it).
 void force_window_rows(int rows);
 
+// The tensor-core walk for uint8 in and out (direct_mma.cuh): kernels up to 9 x 9 whose window
+// columns fit a 16-wide operand (kw + ((ox - (kw-1)) mod 4) <= 9), on GPUs of compute capability
+// 8.0 or later. mma_walk_applies: where direct_tiles::run takes it - outputs at least
+// mma_walk_min_width wide (one 128-column tile; narrower ones would leave most of it idle) and
+// kernels of at least mma_walk_min_taps taps. H200, 4096^2 uint8 'same' (docs/benchmarks.md,
+// session 59): 3 x 3 a tie with the SIMT walk (0.034-0.036 ms either way), so 3 x 3 keeps it;
+// 5 x 5 5-13% faster, 7 x 7 26-32% faster. Mode 0: never, 1: that rule, 2: wherever it fits (tests, measurements);
+// starts as GPUCONV_DIRECT_MMA (default 1).
+constexpr long long mma_walk_min_width = 128;
+constexpr long long mma_walk_min_taps = 16;
+bool mma_walk_fits(int kh, int kw, int ox);
+bool mma_walk_applies(int kh, int kw, const window_map& m);
+void force_mma_walk(int mode);
+// The power of two s that puts the largest |tap| times s in [2^10, 2^11) (1 for a kernel of zeros;
+// at most 2^126 for taps below 2^-115, which then round to 0 as they would in fp32 sums).
+float mma_walk_scale(const float* taps, int n);
+
 // The kernel sizes the unrolled walk is compiled for (square, odd).
 constexpr bool direct_unrolled(int kh, int kw) { return kh == kw && kh >= 3 && kh <= 11 && kh % 2 == 1; }
 
@@ -118,13 +137,20 @@ class direct_tiles {
 
   int kh() const { return kh_; }
   int kw() const { return kw_; }
+  // Whether the tensor-core walk can run here (compute capability 8.0 or later, and the mma
+  // kernel compiled for such a target: its ptxVersion).
+  bool tensor_cores() const { return tensor_cores_; }
   // Kernel k's taps as the column, row and generic walks read them: kh x round_up(kw, 4),
   // reversed along x, zero padded (device memory).
   const float* padded(int k) const;
 
  private:
   int count_, kh_, kw_;
+  void run_mma(const std::uint8_t* in, std::uint8_t* out, const window_map& m, int kernel, cudaStream_t stream) const;
+
   int sms_ = 0;                   // the device's multiprocessors (window_rows_for)
+  bool tensor_cores_ = false;     // compute capability 8.0 or later, the mma walk compiled for it
+  std::vector<float> scales_;     // per kernel: mma_walk_scale
   std::vector<float> host_;       // the kernels as given (the unrolled walk's launch parameters)
   device_buffer<float> padded_;   // per kernel kh x round_up(kw, 4), reversed along x, zero padded
 };

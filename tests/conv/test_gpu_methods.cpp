@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "conv/direct.hpp"
+#include "conv/direct_mma.cuh"
 #include "conv/fused.hpp"
 #include "conv/separable.hpp"
 #include "fft/device/cuda_check.hpp"
@@ -253,6 +254,41 @@ TEST_CASE("GPU separable box kernels: box:255, banks, batches, narrow pixels", "
   }
 }
 
+// The tensor-core walk for uint8 (conv/direct_mma.cuh) wherever it fits (force_mma_walk(2): images
+// narrower than its rule's 64 columns too): kernels up to 9 x 9 of both parities and shapes,
+// images from 1 x 1 to several 64 x 128 tiles a side, widths that take the 4-byte word loads and
+// the 16-byte stores (1024) and widths that do not, banks and batches. Where a kernel does not fit
+// (kw + the window's shift > 9: some 'valid' and 'full' cases) the SIMT walks run instead.
+TEST_CASE("GPU direct method's tensor-core walk (uint8): modes x operations x boundaries, banks, batches",
+          "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  struct restore {
+    ~restore() { force_mma_walk(1); }
+  } guard;
+  force_mma_walk(2);
+  {  // the walk runs wherever the GPU has the instructions (a wrong guard would test the SIMT walks)
+    int device = 0, major = 0;
+    GPUCONV_CUDA(cudaGetDevice(&device));
+    GPUCONV_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    CHECK(direct_tiles(std::vector<float>(25, 0.04f), 1, 5, 5).tensor_cores() == (major >= 8));
+  }
+  const auto direct = cuda_forced(cuda_path::direct);
+  const auto k = GENERATE(std::array<int, 2>{1, 1}, std::array<int, 2>{2, 3}, std::array<int, 2>{3, 3},
+                          std::array<int, 2>{5, 5}, std::array<int, 2>{7, 7}, std::array<int, 2>{9, 9},
+                          std::array<int, 2>{9, 1}, std::array<int, 2>{1, 9}, std::array<int, 2>{4, 7},
+                          std::array<int, 2>{6, 2});
+  const auto img = GENERATE(std::array<int, 2>{1, 1}, std::array<int, 2>{9, 13}, std::array<int, 2>{70, 150},
+                            std::array<int, 2>{131, 301}, std::array<int, 2>{130, 1024});
+  test::for_each_semantics(k[0], k[1], img[0], img[1], [&](const options& o) {
+    check_method<std::uint8_t>(direct, img[0], img[1], 1, 1, k[0], k[1], o);
+  });
+  if (k[0] != 5) return;
+  options o;
+  o.border = boundary::reflect101;
+  check_method<std::uint8_t>(direct, 200, 300, 3, 2, 5, 5, o);   // a batch and a bank of two
+  check_method<std::uint8_t>(direct, 129, 1030, 2, 1, 5, 3, o);  // rows not on 4-byte words
+}
+
 TEST_CASE("GPU direct and separable: every unrolled size, banks, batches, odd sizes, long kernels", "[conv][gpu]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
   options o;
@@ -481,6 +517,48 @@ TEST_CASE("CUDA method chooser: the cost model's choices and forced methods", "[
     po.path = cuda_path::separable;
     CHECK_THROWS_AS(plan(500, 500, 1, dense31.data(), 31, 31, po), std::invalid_argument);
   }
+}
+
+// The tensor-core walk's operands (conv/direct_mma.cuh) on the CPU: for every kernel up to 9 x 9 and
+// every window shift where mma_walk_fits, the sums over 16 x 16 window blocks times the tap table
+// T_ky(q, n) equal the direct sum of every tap (a tap the table misses, or puts at the wrong
+// column, shows); where it does not fit, some tap lies past the 16-wide operand. The kernel's
+// split of each scaled tap into two halves is checked by the [gpu] sweep.
+TEST_CASE("CUDA direct path: the tensor-core walk's tap table sums every tap once", "[conv]") {
+  std::vector<float> window(24 * 24);
+  for (std::size_t i = 0; i < window.size(); ++i) window[i] = float((i * 37 + 11) % 256);
+  for (int kh = 1; kh <= 10; ++kh)
+    for (int kw = 1; kw <= 10; ++kw) {
+      std::vector<float> k(std::size_t(kh) * kw);
+      for (std::size_t i = 0; i < k.size(); ++i) k[i] = (float(int((i * 7919) % 23) - 11) + 0.5f) / 16.f;  // none 0
+      const std::vector<float> padded = padded_taps(k.data(), 1, kh, kw);
+      const float scale = mma_walk_scale(k.data(), kh * kw);
+      for (int ox = -2; ox <= kw + 1; ++ox) {
+        const int sh = mma_shift(ox, kw);
+        INFO(kh << " x " << kw << ", ox " << ox << ", shift " << sh);
+        CHECK(sh == ((ox - (kw - 1)) % 4 + 4) % 4);
+        const bool fits = mma_walk_fits(kh, kw, ox);
+        CHECK(fits == (kh <= 9 && kw + sh <= 9));
+        if (kh > 9) continue;
+        bool all_equal = true;
+        for (int a = 0; a < 16; ++a)
+          for (int n = 0; n < 8; ++n) {
+            double tiled = 0, direct = 0;
+            for (int ky = 0; ky < kh; ++ky)
+              for (int q = 0; q < 16; ++q)
+                tiled += double(window[(a + ky) * 24 + q]) * mma_tap(padded.data(), kh, kw, (kw + 3) / 4 * 4, sh, ky, q, n, scale);
+            for (int i = 0; i < kh; ++i)
+              for (int j = 0; j < kw; ++j)  // out(a, n) = sum k(i, j) window(a + kh-1-i, n + kw-1-j + sh)
+                direct += double(k[i * kw + j]) * window[(a + kh - 1 - i) * 24 + n + kw - 1 - j + sh];
+            all_equal = all_equal && std::fabs(tiled / scale - direct) <= 1e-9 * (1 + std::fabs(direct));
+          }
+        CHECK(all_equal == fits);
+      }
+    }
+  CHECK(mma_walk_scale(std::vector<float>{0.3f, -0.7f}.data(), 2) == 2048.f);  // 0.7 * 2^11 in [2^10, 2^11)
+  CHECK(mma_walk_scale(std::vector<float>{1024.f}.data(), 1) == 1.f);
+  CHECK(mma_walk_scale(std::vector<float>{0.f, 0.f}.data(), 2) == 1.f);
+  CHECK(mma_walk_scale(std::vector<float>{1e-38f}.data(), 1) == std::ldexp(1.f, 126));  // finite
 }
 
 TEST_CASE("CUDA direct path: block shapes cover the output and fit shared memory", "[conv]") {

@@ -1,0 +1,244 @@
+// The direct path's tensor-core walk for 8-bit pixels (direct.cu launches it for uint8 in and out,
+// kernels up to 9 x 9; direct.hpp mma_walk_applies). Every pixel value 0..255 is exact in fp16,
+// so the sums can run as half-precision matrix products with fp32 accumulation
+// (mma.sync m16n8k16, sm_80 and later) if each tap is split into two halves, hi = fp16(w s) and
+// lo = fp16(w s - hi) with s a power of two that puts the largest |tap| in [2^10, 2^11): the
+// products are exact, hi + lo carries ~22 bits of each tap, and the sums are fp32 as on the
+// SIMT walks. Two products a tap row instead of one FMA a tap: a 16 x 8 block of outputs takes
+// 2 kh matrix products and kh 16 x 16 loads of the window (ldmatrix), against 128 kh kw FMAs.
+//
+// The product. A block of 256 threads computes a tile of 64 rows x 128 columns of one plane;
+// warp w takes rows 16 (w mod 4) .. + 15 and columns 64 (w / 4) .. + 63, as 8 tiles of 16 x 8.
+// The window in shared memory (fp16) holds extended input row y0 + oy - (kh-1) + r at row r and
+// column x_a + c at column c, with x_a = x0 + ox - (kw-1) - sh rounded down to a multiple of 4
+// (sh in 0..3, the same for every tile: x0 is a multiple of 128), so that the window's rows start
+// on 4-byte words of the image. For the 16 x 8 outputs at rows a0.., columns n0.. and tap row
+// i = kh-1-ky:
+//   out(a0 + a, n0 + n) += sum_q  A(a, q) T_ky(q, n),   A(a, q) = window(a0 + a + ky, n0 + q),
+//   T_ky(q, n) = k(kh-1-ky, kw-1-u) for u = q - n - sh in [0, kw), else 0   (q < 16, n < 8),
+// which needs n + sh + kw - 1 <= 15 for n = 7: kw + sh <= 9. A is the 16 x 16 window block at
+// (a0 + ky, n0) as stored (row-major, an ldmatrix.x4), T_ky the B operand (col-major, one
+// fragment a lane for every n-tile: the tap table below, built once a block in shared memory).
+#pragma once
+#include <cstdint>
+
+#include "../fft/thread/config.hpp"
+#include "direct.hpp"
+#include "semantics.hpp"
+
+#if defined(__CUDACC__)
+#include <cuda_fp16.h>
+
+#include "pixel.cuh"
+#endif
+
+namespace gpuconv::conv {
+
+// Blocks of 256 threads a multiprocessor the registers must allow: 4 gives 59 registers without
+// spills (1: 116, 3: 75; sm_90). A measurement knob.
+#ifndef GPUCONV_MMA_MIN_BLOCKS
+#define GPUCONV_MMA_MIN_BLOCKS 4
+#endif
+
+template <int NT>
+struct mma_walk_shape {
+  static constexpr int tile_h = 64, tile_w = 128;   // outputs a block
+  static constexpr int n_tiles = NT;                // 16 x 8 output tiles a warp, side by side: 8
+                                                    // (256 threads, 59 registers, 4 blocks an SM)
+                                                    // measured 7-10% faster than 4 (512 threads, 40
+                                                    // registers, 3 blocks) at K = 5, 7 (H200)
+  static constexpr int warps_m = tile_h / 16, warps_n = tile_w / (8 * NT);
+  static constexpr int threads = 32 * warps_m * warps_n;
+  static constexpr int window_w = tile_w + 8;       // halves a window row: 272 bytes, rows 16 bytes
+                                                    // apart mod 128 (ldmatrix without bank conflicts)
+  static constexpr int out_stride = tile_w + 16;    // bytes a staged output row (16-byte rows,
+                                                    // each of 8 rows on its own banks)
+  static constexpr int max_k = 9;
+};
+using mma_walk_policy = mma_walk_shape<8>;
+
+// The scaled tap T_ky(q, n) above, from the direct path's padded taps (kernel row i at
+// padded[i * kw4 + u] = k(i, kw-1-u)) times the scale.
+HOST_DEVICE inline float mma_tap(const float* padded, int kh, int kw, int kw4, int sh, int ky, int q, int n,
+                                 float scale) {
+  const int u = q - n - sh;
+  return u >= 0 && u < kw ? padded[(kh - 1 - ky) * kw4 + u] * scale : 0.f;
+}
+
+// The window's first column's offset below the 4-byte word: sh = (ox - (kw-1)) mod 4.
+HOST_DEVICE constexpr int mma_shift(int ox, int kw) { return int(detail::floor_mod((long long)ox - (kw - 1), 4)); }
+
+#if defined(__CUDACC__)
+
+struct mma_walk_args {
+  window_map m;
+  int kh, kw, kw4, sh;
+  const float* padded;
+  float scale, inverse_scale;
+  long long tiles_x, tiles_per_plane;
+  bool vector_store;  // 16-byte output rows: out_w % 16 == 0 and the output 16-byte aligned
+  bool word_loads;    // 4-byte input words: width % 4 == 0 and the input 4-byte aligned
+};
+
+__device__ GPUCONV_INLINE unsigned half2_bits(__half lo, __half hi) {
+  return unsigned(__half_as_ushort(lo)) | (unsigned(__half_as_ushort(hi)) << 16);
+}
+
+// Four bytes (little end first) as four halves, exactly: 0x6400 | b is the half 1024 + b.
+__device__ GPUCONV_INLINE uint2 bytes_to_halves(unsigned w) {
+  const unsigned lo = __byte_perm(w, 0x64646464u, 0x4140), hi = __byte_perm(w, 0x64646464u, 0x4342);
+  const __half2 bias = __float2half2_rn(1024.f);
+  const __half2 a = __hsub2(*reinterpret_cast<const __half2*>(&lo), bias);
+  const __half2 b = __hsub2(*reinterpret_cast<const __half2*>(&hi), bias);
+  return {*reinterpret_cast<const unsigned*>(&a), *reinterpret_cast<const unsigned*>(&b)};
+}
+
+template <typename P = mma_walk_policy>
+__global__ void __launch_bounds__(P::threads, GPUCONV_MMA_MIN_BLOCKS * 256 / P::threads) mma_window_kernel(const std::uint8_t* __restrict__ in,
+                                                                std::uint8_t* __restrict__ out, const mma_walk_args a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  extern __shared__ uint4 mma_shared[];
+  uint4* table = mma_shared;  // [ky][lane]: hi b0, hi b1, lo b0, lo b1
+  __half* window = reinterpret_cast<__half*>(mma_shared + P::max_k * 32);
+  const window_map& m = a.m;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+
+  // the block's tile (32-bit division, as locate_block)
+  const unsigned b = blockIdx.x, per_plane = unsigned(a.tiles_per_plane), across = unsigned(a.tiles_x);
+  const unsigned plane = b / per_plane, t = b - plane * per_plane, by = t / across, bx = t - by * across;
+  const long long y0 = (long long)by * P::tile_h, x0 = (long long)bx * P::tile_w;
+
+  // the tap table: lane (g, t4) holds T_ky(q, g) for q = 2 t4, 2 t4 + 1 (b0) and + 8 (b1)
+  for (int e = tid; e < a.kh * 32; e += P::threads) {
+    const int ky = e >> 5, l = e & 31, g = l >> 2, t4 = l & 3;
+    unsigned hi[2], lo[2];
+#pragma unroll
+    for (int f = 0; f < 2; ++f) {
+      __half h[2], r[2];
+#pragma unroll
+      for (int s = 0; s < 2; ++s) {
+        const float v = mma_tap(a.padded, a.kh, a.kw, a.kw4, a.sh, ky, 2 * t4 + 8 * f + s, g, a.scale);
+        h[s] = __float2half_rn(v);
+        r[s] = __float2half_rn(v - __half2float(h[s]));
+      }
+      hi[f] = half2_bits(h[0], h[1]);
+      lo[f] = half2_bits(r[0], r[1]);
+    }
+    table[e] = make_uint4(hi[0], hi[1], lo[0], lo[1]);
+  }
+
+  // the window: rows of window_w halves as 4-byte groups, unit u = (row r, group gi) at halves
+  // 4 u (window_w = 4 groups); thread tid takes units tid + threads k, all its loads issued before
+  // any is converted (one memory latency a block; a warp a row at a time took 9)
+  constexpr int groups = P::window_w / 4;
+  static_assert(P::window_w == 4 * groups, "the window's rows are whole groups");
+  constexpr int per_thread = ((P::tile_h + P::max_k - 1) * groups + P::threads - 1) / P::threads;
+  const int rows = P::tile_h + a.kh - 1, units = rows * groups;
+  const long long y_first = y0 + m.oy - (a.kh - 1), x_first = x0 + m.ox - (a.kw - 1) - a.sh;
+  const std::uint8_t* src = in + (long long)plane * m.height * m.width;
+  unsigned v[per_thread];
+  if (a.word_loads && x_first >= 0 && x_first + P::window_w <= m.width && y_first >= 0 && y_first + rows <= m.height) {
+    const std::uint8_t* base = src + y_first * m.width + x_first;
+#pragma unroll
+    for (int k = 0; k < per_thread; ++k) {
+      const int u = tid + k * P::threads, r = u / groups, gi = u - r * groups;
+      v[k] = u < units ? __ldg(reinterpret_cast<const unsigned*>(base + (long long)r * m.width + 4 * gi)) : 0u;
+    }
+  } else {
+    // a tile at the image's edges: each byte by the boundary rule (outside: the constant, which
+    // the plan has rounded to a pixel value)
+    const unsigned outside = m.border == boundary::constant ? unsigned(m.constant_value) : 0u;
+#pragma unroll
+    for (int k = 0; k < per_thread; ++k) {
+      const int u = tid + k * P::threads, r = u / groups, gi = u - r * groups;
+      v[k] = 0u;
+      if (u >= units) continue;
+      const int y = border_index(y_first + r, (int)m.height, m.border);
+      const std::uint8_t* row = src + (long long)(y < 0 ? 0 : y) * m.width;
+      const long long x = x_first + 4 * gi;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int xe = border_index(x + e, (int)m.width, m.border);
+        v[k] |= (y >= 0 && xe >= 0 ? unsigned(row[xe]) : outside) << (8 * e);
+      }
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < per_thread; ++k) {
+    const int u = tid + k * P::threads;
+    if (u < units) *reinterpret_cast<uint2*>(window + 4 * u) = bytes_to_halves(v[k]);
+  }
+  __syncthreads();
+
+  // the products: warp (wm, wn) takes rows 16 wm.., columns 8 NT wn.. as NT tiles of 16 x 8
+  constexpr int NT = P::n_tiles;
+  const int wm = warp % P::warps_m, wn = warp / P::warps_m, g = lane >> 2, t4 = lane & 3;
+  float acc[NT][4];
+#pragma unroll
+  for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+  // ldmatrix.x4: lane L gives row (L mod 8) + 8 ((L / 8) mod 2), column 8 (L / 16) of the block
+  const int lrow = (lane & 7) + 8 * ((lane >> 3) & 1), lcol = 8 * (lane >> 4);
+  unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(window + (16 * wm + lrow) * P::window_w +
+                                                                   8 * NT * wn + lcol));
+#pragma unroll 1
+  for (int ky = 0; ky < a.kh; ++ky, address += 2u * P::window_w) {
+    const uint4 tb = table[ky * 32 + lane];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      unsigned a0, a1, a2, a3;
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(a0), "=r"(a1), "=r"(a2), "=r"(a3)
+                   : "r"(address + 16u * j));
+      asm volatile(
+          "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+          "{%0, %1, %2, %3};\n"
+          : "+f"(acc[j][0]), "+f"(acc[j][1]), "+f"(acc[j][2]), "+f"(acc[j][3])
+          : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(tb.x), "r"(tb.y));
+      asm volatile(
+          "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+          "{%0, %1, %2, %3};\n"
+          : "+f"(acc[j][0]), "+f"(acc[j][1]), "+f"(acc[j][2]), "+f"(acc[j][3])
+          : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(tb.z), "r"(tb.w));
+    }
+  }
+  __syncthreads();  // the window is read: its memory takes the staged outputs
+
+  // rounded, saturated, staged as bytes [tile_h][out_stride]; accumulator (c0, c1) is row g,
+  // columns 2 t4, 2 t4 + 1 of the 16 x 8 tile, (c2, c3) row g + 8
+  std::uint8_t* staged = reinterpret_cast<std::uint8_t*>(window);
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    const int col = 8 * NT * wn + 8 * j + 2 * t4;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const unsigned lo = store_pixel<std::uint8_t>(acc[j][2 * h] * a.inverse_scale);
+      const unsigned hi = store_pixel<std::uint8_t>(acc[j][2 * h + 1] * a.inverse_scale);
+      *reinterpret_cast<unsigned short*>(staged + (16 * wm + g + 8 * h) * P::out_stride + col) =
+          (unsigned short)(lo | (hi << 8));
+    }
+  }
+  __syncthreads();
+
+  // out: 16-byte pieces of rows (8 a row)
+  std::uint8_t* dst = out + ((long long)plane * m.out_step + m.out_offset) * m.out_h * m.out_w;
+  static_assert((P::tile_h * P::tile_w / 16) % P::threads == 0, "whole pieces a thread");
+#pragma unroll
+  for (int k = 0; k < (P::tile_h * P::tile_w / 16) / P::threads; ++k) {
+    const int piece = tid + k * P::threads, r = piece >> 3, c = 16 * (piece & 7);
+    const long long y = y0 + r, x = x0 + c;
+    if (y >= m.out_h || x >= m.out_w) continue;
+    const uint4 v = *reinterpret_cast<const uint4*>(staged + r * P::out_stride + c);
+    std::uint8_t* p = dst + y * m.out_w + x;
+    if (a.vector_store && x + 16 <= m.out_w) {
+      *reinterpret_cast<uint4*>(p) = v;
+    } else {
+      const std::uint8_t* s = staged + r * P::out_stride + c;
+      for (int e = 0; e < 16 && x + e < m.out_w; ++e) p[e] = s[e];
+    }
+  }
+#endif
+}
+
+#endif  // __CUDACC__
+
+}  // namespace gpuconv::conv
