@@ -45,7 +45,7 @@ struct mma_walk_shape {
   static constexpr int tile_h = 64, tile_w = 128;   // outputs a block
   static constexpr int n_tiles = NT;                // 16 x 8 output tiles a warp, side by side: 8
                                                     // (256 threads, 59 registers, 4 blocks an SM)
-                                                    // measured 7-10% faster than 4 (512 threads, 40
+                                                    // measured 4-10% faster than 4 (512 threads, 40
                                                     // registers, 3 blocks) at K = 5, 7 (H200)
   static constexpr int warps_m = tile_h / 16, warps_n = tile_w / (8 * NT);
   static constexpr int threads = 32 * warps_m * warps_n;
