@@ -75,7 +75,9 @@ constexpr double slice_mixed_side_weight = 1.16;
 // slice_path: the CUDA backend's slice path takes the tiles it can (slice_path_tiles), at
 // slice_path_weight of the cost, and with them the mixed depths (slice_path_depth) from the
 // kernel's depth up to the first that covers the whole output depth, and square slices of
-// slice_mixed_side where both sides' ranges reach it (priced slice_mixed_side_weight higher).
+// slice_mixed_side where both sides' ranges reach it (priced slice_mixed_side_weight higher;
+// not for kernels 129..160 wide, whose power-of-two lower bound is 256: such a slice would
+// yield 1..32 valid rows a side against 97..128 on 256).
 inline tiling3d choose_tiling3d(long long out_d, long long out_h, long long out_w, int kd, int kh, int kw,
                                 int forced = 0, int max_side = max_tile_side_3d, bool slice_path = false,
                                 bool slice_mixed_sides = true) {

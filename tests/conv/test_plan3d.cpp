@@ -648,6 +648,15 @@ TEST_CASE("the slice path's tiles take mixed depths where they hug the volume", 
       CHECK(t.valid_d >= 1);
       CHECK(t.tiles_z * t.valid_d >= d);
     }
+  // kernels 129..160 wide: no slices of 160 (the power-of-two lower bound is 256; a 160-slice would
+  // hold 1..32 valid rows a side against 97..128 on 256), and every choice covers its kernel
+  for (int k : {128, 129, 145, 160, 161})
+    for (long long side : {300, 700}) {
+      const tiling3d t = choose_tiling3d(40, side, side, 3, k, k, 0, max_tile_side_3d, true);
+      INFO("K " << k << ", " << side << "^2: " << t.tile_d << " x " << t.tile_h << " x " << t.tile_w);
+      if (k > 128) CHECK(t.tile_h != slice_mixed_side);
+      CHECK((t.valid_h >= 1 && t.valid_w >= 1 && t.tiles_y * t.valid_h >= side));
+    }
   CHECK(slice_path_depth(160));
   CHECK_FALSE(slice_path_depth(144));  // 9 x 16: not compiled
   CHECK_FALSE(slice_path_depth(512));
