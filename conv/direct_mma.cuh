@@ -94,8 +94,8 @@ __device__ GPUCONV_INLINE uint2 bytes_to_halves(unsigned w) {
 }
 
 template <typename P = mma_walk_policy>
-__global__ void __launch_bounds__(P::threads, GPUCONV_MMA_MIN_BLOCKS * 256 / P::threads) mma_window_kernel(const std::uint8_t* __restrict__ in,
-                                                                std::uint8_t* __restrict__ out, const mma_walk_args a) {
+__global__ void __launch_bounds__(P::threads, GPUCONV_MMA_MIN_BLOCKS * 256 / P::threads)
+    mma_window_kernel(const std::uint8_t* __restrict__ in, std::uint8_t* __restrict__ out, const mma_walk_args a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   extern __shared__ uint4 mma_shared[];
   uint4* table = mma_shared;  // [ky][lane]: hi b0, hi b1, lo b0, lo b1
@@ -221,7 +221,7 @@ __global__ void __launch_bounds__(P::threads, GPUCONV_MMA_MIN_BLOCKS * 256 / P::
 
   // out: 16-byte pieces of rows (8 a row)
   std::uint8_t* dst = out + ((long long)plane * m.out_step + m.out_offset) * m.out_h * m.out_w;
-  static_assert((P::tile_h * P::tile_w / 16) % P::threads == 0, "whole pieces a thread");
+  static_assert((P::tile_h * P::tile_w / 16) % P::threads == 0 && P::tile_w == 128, "8 whole pieces a row");
 #pragma unroll
   for (int k = 0; k < (P::tile_h * P::tile_w / 16) / P::threads; ++k) {
     const int piece = tid + k * P::threads, r = piece >> 3, c = 16 * (piece & 7);
