@@ -255,7 +255,7 @@ TEST_CASE("GPU separable box kernels: box:255, banks, batches, narrow pixels", "
 }
 
 // The tensor-core walk for uint8 (conv/direct_mma.cuh) wherever it fits (force_mma_walk(2): images
-// narrower than its rule's 64 columns too): kernels up to 9 x 9 of both parities and shapes,
+// narrower than its rule's 128 columns, and 3 x 3): kernels up to 9 x 9 of both parities and shapes,
 // images from 1 x 1 to several 64 x 128 tiles a side, widths that take the 4-byte word loads and
 // the 16-byte stores (1024) and widths that do not, banks and batches. Where a kernel does not fit
 // (kw + the window's shift > 9: some 'valid' and 'full' cases) the SIMT walks run instead.
