@@ -117,9 +117,7 @@ int rows_from_environment() {
   return r == 8 || r == 4 || r == 2 ? r : 0;
 }
 std::atomic<int> forced_rows{rows_from_environment()};
-}  // namespace
 
-namespace {
 int mma_from_environment() {
   const char* e = std::getenv("GPUCONV_DIRECT_MMA");
   const int v = e ? std::atoi(e) : 1;
