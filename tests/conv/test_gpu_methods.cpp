@@ -287,6 +287,9 @@ TEST_CASE("GPU direct method's tensor-core walk (uint8): modes x operations x bo
   o.border = boundary::reflect101;
   check_method<std::uint8_t>(direct, 200, 300, 3, 2, 5, 5, o);   // a batch and a bank of two
   check_method<std::uint8_t>(direct, 129, 1030, 2, 1, 5, 3, o);  // rows not on 4-byte words
+  // more 64 x 128 tiles (19 x 11 a plane, 1254 in all) than blocks resident at once on an H100 or
+  // an H200 (4 an SM): a grid that takes several tiles a block takes them here (once)
+  if (img[0] == 1) check_method<std::uint8_t>(direct, 1200, 1300, 6, 1, 5, 5, o);
 }
 
 TEST_CASE("GPU direct and separable: every unrolled size, banks, batches, odd sizes, long kernels", "[conv][gpu]") {
