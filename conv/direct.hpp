@@ -109,6 +109,9 @@ void force_mma_walk(int mode);
 // at most 2^126 for taps below 2^-115, which then round to 0 as they would in fp32 sums).
 float mma_walk_scale(const float* taps, int n);
 
+// A row of kw taps padded to whole float4s (the generic and row walks' padded taps).
+constexpr int round4(int v) { return (v + 3) / 4 * 4; }
+
 // The kernel sizes the unrolled walk is compiled for (square, odd).
 constexpr bool direct_unrolled(int kh, int kw) { return kh == kw && kh >= 3 && kh <= 11 && kh % 2 == 1; }
 

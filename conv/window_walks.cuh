@@ -12,8 +12,6 @@
 
 namespace gpuconv::conv {
 
-constexpr int round4(int v) { return (v + 3) / 4 * 4; }
-
 // A thread's R x 4 sums (R = window_policy::rows_per_thread unless the launch takes fewer).
 template <int R = window_policy::rows_per_thread>
 using window_acc = float[R][window_policy::columns_per_thread];

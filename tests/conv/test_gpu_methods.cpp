@@ -549,7 +549,7 @@ TEST_CASE("CUDA direct path: the tensor-core walk's tap table sums every tap onc
             double tiled = 0, direct = 0;
             for (int ky = 0; ky < kh; ++ky)
               for (int q = 0; q < 16; ++q)
-                tiled += double(window[(a + ky) * 24 + q]) * mma_tap(padded.data(), kh, kw, (kw + 3) / 4 * 4, sh, ky, q, n, scale);
+                tiled += double(window[(a + ky) * 24 + q]) * mma_tap(padded.data(), kh, kw, round4(kw), sh, ky, q, n, scale);
             for (int i = 0; i < kh; ++i)
               for (int j = 0; j < kw; ++j)  // out(a, n) = sum k(i, j) window(a + kh-1-i, n + kw-1-j + sh)
                 direct += double(k[i * kw + j]) * window[(a + kh - 1 - i) * 24 + n + kw - 1 - j + sh];
