@@ -133,7 +133,7 @@ cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int k
 }
 
 double cuda_direct_ps_per_pixel(int kh, int kw) {
-  const double kw4 = (kw + 3) / 4 * 4;
+  const double kw4 = round4(kw);
   if (direct_unrolled(kh, kw)) {
     const double t = double(kh) * kw;
     return 3.33 + 2.22e-4 * t * t;
@@ -145,7 +145,7 @@ double cuda_direct_ps_per_pixel(int kh, int kw) {
 double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, long long out_w) {
   const bool tile = separable_tiles::uses_tile(kh, kw);
   const window_shape block = tile ? window_shape_for(out_h, out_w, kh, kw) : window_shape{};
-  const double kw4 = (kw + 3) / 4 * 4, rows = tile ? block.tile_h : double(out_h);
+  const double kw4 = round4(kw), rows = tile ? block.tile_h : double(out_h);
   const double taps = 1.1 * kw4 * (rows + kh - 1) / rows + 1.15 * kh;
   // fitted to gpuconv-bench sweep on the H100 (rank-1 kernels on 4096^2 and 3 x 3000 x 4000): the
   // shared tile (session 21's loader and stores) 4.4 ps a pixel at K = 3, 4.7 at 7, 5.6 at 15,
