@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Static SASS counts of the kernels in a CUDA object or cubin, on any machine (no GPU needed):
 # for each function whose mangled name matches NAME_REGEX, its instruction count and the count of
-# each opcode matching OPCODE_REGEX (all opcodes when omitted). Where the toolkit has no cuobjdump
-# (this project's CI machine has nvcc but not cuobjdump/nvdisasm), the two come from NVIDIA's PyPI
-# wheels nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm (13.5.37), fetched once into $GPUCONV_SASS_TOOLS
-# (default ~/.cache/gpuconv-sass-tools).
+# each opcode matching OPCODE_REGEX (all opcodes when omitted), most frequent first. Where the
+# toolkit has no cuobjdump (this project's CI machine has nvcc but not cuobjdump/nvdisasm), the
+# two come from NVIDIA's PyPI wheels nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm (13.5.37),
+# fetched once into $GPUCONV_SASS_TOOLS (default ~/.cache/gpuconv-sass-tools).
 #   scripts/sass-count.sh OBJECT NAME_REGEX [OPCODE_REGEX]
 # e.g. scripts/sass-count.sh build/conv/CMakeFiles/gpuconv_conv.dir/direct.cu.o 'walkE0ELi3ELi8Ehh' 'F2I|I2F|MUFU'
 # Static counts include every path (edge tiles, boundary rules); a loop's instructions count once.
@@ -40,7 +40,7 @@ for f in re.split(r"\n\s*Function : ", sys.stdin.read())[1:]:
     found += 1
     code = re.findall(r"/\*[0-9a-f]{4,6}\*/\s+(.*?);", f)
     count = collections.Counter(re.sub(r"^@!?U?P[T0-9]\s+", "", c).split()[0] for c in code)
-    picked = " ".join(f"{k}:{v}" for k, v in sorted(count.items()) if ops.search(k))
+    picked = " ".join(f"{k}:{v}" for k, v in count.most_common() if ops.search(k))
     print(f"{len(code):7d}  {name}\n         {picked}")
 if not found:
     sys.exit("sass-count: no function matches " + sys.argv[1])
