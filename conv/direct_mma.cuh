@@ -211,10 +211,8 @@ __global__ void __launch_bounds__(P::threads, GPUCONV_MMA_MIN_BLOCKS * 256 / P::
     const int col = 8 * NT * wn + 8 * j + 2 * t4;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const unsigned lo = store_pixel<std::uint8_t>(acc[j][2 * h] * a.inverse_scale);
-      const unsigned hi = store_pixel<std::uint8_t>(acc[j][2 * h + 1] * a.inverse_scale);
       *reinterpret_cast<unsigned short*>(staged + (16 * wm + g + 8 * h) * P::out_stride + col) =
-          (unsigned short)(lo | (hi << 8));
+          (unsigned short)pack_u8x2(acc[j][2 * h] * a.inverse_scale, acc[j][2 * h + 1] * a.inverse_scale);
     }
   }
   __syncthreads();

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "direct.hpp"
+#include "pixel.cuh"
 
 namespace gpuconv::conv {
 
@@ -22,7 +23,7 @@ __device__ GPUCONV_INLINE void copy_pixel(float* dst, const in_t* src) {
     return;
   }
 #endif
-  *dst = static_cast<float>(*src);
+  *dst = pixel_value(*src);
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -94,8 +95,8 @@ __device__ GPUCONV_INLINE void load_interior(const in_t* src, long long width, i
       if (r >= rows) break;
       float* row = sm + r * stride + l;
 #pragma unroll
-      for (int k = 0; k < full; ++k) row[32 * k] = static_cast<float>(v[q][k]);
-      if (tail_write) row[32 * full] = static_cast<float>(v[q][full]);
+      for (int k = 0; k < full; ++k) row[32 * k] = pixel_value(v[q][k]);
+      if (tail_write) row[32 * full] = pixel_value(v[q][full]);
     }
   }
 }
@@ -237,7 +238,7 @@ __device__ GPUCONV_INLINE void load_tile(const in_t* __restrict__ plane, const w
 #pragma unroll
           for (int k = 0; k < narrow_columns; ++k) {
             if (col[k] == -3) continue;
-            row[k * per_row] = col[k] == -2 ? 0.f : (src[q] && col[k] >= 0) ? static_cast<float>(v[q][k]) : outside;
+            row[k * per_row] = col[k] == -2 ? 0.f : (src[q] && col[k] >= 0) ? pixel_value(v[q][k]) : outside;
           }
         }
       }

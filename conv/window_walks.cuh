@@ -92,38 +92,27 @@ __device__ GPUCONV_INLINE void store4(out_t* p, const float (&v)[4]) {
   if constexpr (std::is_same_v<out_t, float>) {
     *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
   } else if constexpr (std::is_same_v<out_t, std::uint8_t>) {
-    *reinterpret_cast<uchar4*>(p) = make_uchar4(store_pixel<out_t>(v[0]), store_pixel<out_t>(v[1]),
-                                                store_pixel<out_t>(v[2]), store_pixel<out_t>(v[3]));
+    *reinterpret_cast<unsigned*>(p) = pack_u8x4(v[0], v[1], v[2], v[3]);
   } else {
-    *reinterpret_cast<ushort4*>(p) = make_ushort4(store_pixel<out_t>(v[0]), store_pixel<out_t>(v[1]),
-                                                  store_pixel<out_t>(v[2]), store_pixel<out_t>(v[3]));
+    *reinterpret_cast<uint2*>(p) = make_uint2(pack_u16x2(v[0], v[1]), pack_u16x2(v[2], v[3]));
   }
 }
 
 // 4 outputs as one store, for a thread whose 4 columns lie in the row and whose pointer is
 // aligned to the 4 pixels: one 16-, 4- or 8-byte store (written out: the compiler otherwise
-// merges it with the per-pixel stores of the edge path and splits it into four). Narrow pixels:
-// rounded half to even and saturated (NaN to 0) as store_pixel does, by the unsigned
-// conversion (which saturates below 0 and takes NaN to 0) and a minimum.
+// merges it with the per-pixel stores of the edge path and splits it into four). Narrow pixels
+// are packed as store_pixel rounds and saturates them (pixel.cuh).
 template <typename out_t>
 __device__ GPUCONV_INLINE void store4_aligned(out_t* p, const float (&v)[4]) {
 #if defined(__CUDA_ARCH__)
   if constexpr (std::is_same_v<out_t, float>) {
     asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
                  : "memory");
+  } else if constexpr (std::is_same_v<out_t, std::uint8_t>) {
+    asm volatile("st.global.u32 [%0], %1;\n" ::"l"(p), "r"(pack_u8x4(v[0], v[1], v[2], v[3])) : "memory");
   } else {
-    constexpr unsigned hi = std::is_same_v<out_t, std::uint8_t> ? 255u : 65535u;
-    unsigned q[4];
-#pragma unroll
-    for (int c = 0; c < 4; ++c) q[c] = min(__float2uint_rn(v[c]), hi);
-    if constexpr (std::is_same_v<out_t, std::uint8_t>) {
-      const unsigned packed = __byte_perm(__byte_perm(q[0], q[1], 0x0040), __byte_perm(q[2], q[3], 0x0040), 0x5410);
-      asm volatile("st.global.u32 [%0], %1;\n" ::"l"(p), "r"(packed) : "memory");
-    } else {
-      asm volatile("st.global.v2.u32 [%0], {%1, %2};\n" ::"l"(p), "r"(__byte_perm(q[0], q[1], 0x5410)),
-                   "r"(__byte_perm(q[2], q[3], 0x5410))
-                   : "memory");
-    }
+    asm volatile("st.global.v2.u32 [%0], {%1, %2};\n" ::"l"(p), "r"(pack_u16x2(v[0], v[1])), "r"(pack_u16x2(v[2], v[3]))
+                 : "memory");
   }
 #else
   store4(p, v);

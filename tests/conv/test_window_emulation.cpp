@@ -30,6 +30,7 @@ inline int __float2int_rn(float v) {         // round half to even; NaN gives IN
   const float r = std::nearbyint(v);
   return r >= 2147483647.f ? INT_MAX : r <= -2147483648.f ? INT_MIN : int(r);
 }
+inline float __uint2float_rn(unsigned v) { return float(v); }  // (the host's conversion rounds to nearest)
 using std::max;
 
 #include "conv/reference.hpp"
