@@ -55,8 +55,8 @@ constexpr int window_registers() {
 template <walk W, int K, int R, typename in_t, typename out_t>
 __global__ void __launch_bounds__(window_policy::max_threads) __maxnreg__((window_registers<W, K, R>()))
     window_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const window_map m, const int kh, const int kw,
-                  const fixed_taps<K * K> taps, const float* __restrict__ padded, const long long tiles_x,
-                  const long long tiles_per_plane, const int stride, const int taps_floats, const bool vector_store) {
+                  const fixed_taps<K * K> taps, const float* __restrict__ padded, const divider tiles_x,
+                  const divider tiles_per_plane, const int stride, const int taps_floats, const bool vector_store) {
   extern __shared__ float4 shared_raw[];
   const window_args a{m, kh, kw, padded, tiles_x, tiles_per_plane, stride, taps_floats, vector_store};
   window_load<W, R>(in, a, reinterpret_cast<float*>(shared_raw));
@@ -233,8 +233,9 @@ void direct_tiles::run(const in_t* in, out_t* out, const window_map& m, int kern
   const dim3 block(s.tx, s.ty);
   auto launch = [&](auto* fn, const auto& taps) {
     allow_dynamic_shared(fn, s.shared_bytes);
-    fn<<<(unsigned)blocks, block, s.shared_bytes, stream>>>(in, out, m, kh_, kw_, taps, padded, s.tiles_x,
-                                                           s.tiles_y * s.tiles_x, s.stride, s.taps_floats, vector_store);
+    fn<<<(unsigned)blocks, block, s.shared_bytes, stream>>>(in, out, m, kh_, kw_, taps, padded, divider(s.tiles_x),
+                                                           divider(s.tiles_y * s.tiles_x), s.stride, s.taps_floats,
+                                                           vector_store);
     check_launch("window_kernel");
   };
   auto walks = [&](auto r) {

@@ -120,7 +120,8 @@ void separable_tiles::run_tile(const T* in, T* out, const window_map& m, int k, 
   const bool vector_store = m.out_w % 4 == 0 && reinterpret_cast<std::uintptr_t>(out) % (4 * sizeof(T)) == 0;
   allow_dynamic_shared(&separable_tile_kernel<T, T>, l.bytes);
   separable_tile_kernel<T, T><<<(unsigned)blocks, dim3(t.shape.tx, t.shape.ty), l.bytes, stream>>>(
-      in, out, tile_args{m, kh_, kw_, rows_.padded(k), columns_.padded(k), tiles_x, tiles_y * tiles_x, vector_store});
+      in, out,
+      tile_args{m, kh_, kw_, rows_.padded(k), columns_.padded(k), divider(tiles_x), divider(tiles_y * tiles_x), vector_store});
   check_launch("separable_tile_kernel");
 }
 

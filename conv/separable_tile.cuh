@@ -68,7 +68,7 @@ struct tile_args {
   int kh, kw;
   const float* row_taps;     // direct_tiles::padded of the 1 x kw row factors
   const float* column_taps;  // direct_tiles::padded of the kh x 1 column factors
-  long long tiles_x, tiles_per_plane;
+  divider tiles_x, tiles_per_plane;
   bool vector_store;
 };
 

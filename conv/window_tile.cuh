@@ -111,8 +111,11 @@ __device__ GPUCONV_INLINE void load_tile(const in_t* __restrict__ plane, const w
                                          long long x_first, int rows, int cols, int stride, float* sm) {
   constexpr int batch = 4;  // rows a group at a time (narrow pixels: loads in flight per thread)
   const int threads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
-  const int per_row = threads < 32 ? threads : 32, groups = threads / per_row;
-  const int g = tid / per_row, l = tid - g * per_row;
+  // (shifts and masks: a division by per_row is ~20 instructions a thread; fewer than 32 threads
+  // make one group, g = 0 and l = tid)
+  const bool few = threads < 32;
+  const int per_row = few ? threads : 32, groups = few ? 1 : threads >> 5;
+  const int g = few ? 0 : tid >> 5, l = few ? tid : tid & 31;
   if (g >= groups) return;
   const bool inside_x = x_first >= 0 && x_first + cols <= m.width;
   const float outside = m.border == boundary::zero ? 0.f : m.constant_value;

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "direct.hpp"
+#include "divider.hpp"
 #include "pixel.cuh"
 
 namespace gpuconv::conv {
@@ -165,7 +166,7 @@ struct window_args {
   window_map m;
   int kh, kw;
   const float* padded;  // the taps as the shared-memory walks read them (direct_tiles::padded)
-  long long tiles_x, tiles_per_plane;
+  divider tiles_x, tiles_per_plane;
   int stride, taps_floats;
   bool vector_store;
 };
@@ -175,12 +176,13 @@ struct window_block {
   long long plane, y0, x0;
 };
 template <int R = window_policy::rows_per_thread>
-__device__ GPUCONV_INLINE window_block locate_block(long long tiles_x, long long tiles_per_plane) {
+__device__ GPUCONV_INLINE window_block locate_block(const divider& tiles_x, const divider& tiles_per_plane) {
   constexpr int C = window_policy::columns_per_thread;
-  // 32-bit division: a launch has fewer than 2^31 blocks, and a plane's tiles are at most all
-  // of them (64-bit divisions were ~10% of a 4096^2 K = 3 block's instructions)
-  const unsigned b = blockIdx.x, per_plane = unsigned(tiles_per_plane), across = unsigned(tiles_x);
-  const unsigned plane = b / per_plane, t = b - plane * per_plane, by = t / across, bx = t - by * across;
+  // a multiply and a shift a division (divider.hpp): a launch has fewer than 2^31 blocks, and a
+  // plane's tiles are at most all of them (64-bit divisions were ~10% of a 4096^2 K = 3 block's
+  // instructions, and each 32-bit one is ~15)
+  const unsigned b = blockIdx.x, plane = tiles_per_plane.quotient(b), t = tiles_per_plane.remainder(b, plane),
+                 by = tiles_x.quotient(t), bx = tiles_x.remainder(t, by);
   return {(long long)plane, (long long)by * blockDim.y * R, (long long)bx * blockDim.x * C};
 }
 

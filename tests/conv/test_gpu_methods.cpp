@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "conv/direct.hpp"
+#include "conv/divider.hpp"
 #include "conv/direct_mma.cuh"
 #include "conv/fused.hpp"
 #include "conv/separable.hpp"
@@ -562,6 +563,38 @@ TEST_CASE("CUDA direct path: the tensor-core walk's tap table sums every tap onc
   CHECK(mma_walk_scale(std::vector<float>{1024.f}.data(), 1) == 1.f);
   CHECK(mma_walk_scale(std::vector<float>{0.f, 0.f}.data(), 2) == 1.f);
   CHECK(mma_walk_scale(std::vector<float>{1e-38f}.data(), 1) == std::ldexp(1.f, 126));  // finite
+}
+
+// A kernel's block or tile index into plane, row and column (conv/divider.hpp): the
+// multiply-and-shift quotient equals integer division for every divisor 1 .. 4096 over
+// numerators near each multiple of it, the smallest and the largest 31-bit ones, and for large
+// and power-of-two divisors.
+TEST_CASE("conv: divider's quotient equals integer division for 31-bit numbers", "[conv]") {
+  const std::uint32_t top = (1u << 31) - 1;
+  auto agrees = [](const divider& div, std::uint32_t n) {
+    const std::uint32_t q = div.quotient(n);
+    return q == n / div.d && div.remainder(n, q) == n % div.d;
+  };
+  long long wrong = 0, tried = 0;
+  for (long long dv = 1; dv <= 4096; ++dv) {
+    const divider div(dv);
+    for (std::uint32_t n = 0; n < 3000; ++n, ++tried) wrong += !agrees(div, n);
+    for (std::uint32_t k = top / div.d; k > top / div.d - 3; --k)  // the largest multiples, and one below each
+      for (std::uint32_t e : {0u, 1u}) wrong += !agrees(div, k * div.d - e), ++tried;
+    wrong += !agrees(div, top), ++tried;
+  }
+  std::uint64_t x = 88172645463325252ull;  // xorshift: divisors across the range, numerators at random
+  for (int i = 0; i < 200000; ++i, ++tried) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    const divider div(1 + static_cast<long long>(x % top));
+    wrong += !agrees(div, std::uint32_t((x >> 32) % (std::uint64_t(top) + 1)));
+  }
+  for (int l = 0; l <= 30; ++l)
+    wrong += !agrees(divider(1LL << l), top) + !agrees(divider((1LL << l) + 1), top) + !agrees(divider(top), 1u << l);
+  CHECK(tried > 12000000);
+  CHECK(wrong == 0);
+  CHECK_THROWS_AS(divider(0), std::invalid_argument);
+  CHECK_THROWS_AS(divider(1LL << 31), std::invalid_argument);
 }
 
 TEST_CASE("CUDA direct path: block shapes cover the output and fit shared memory", "[conv]") {

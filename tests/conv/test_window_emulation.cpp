@@ -54,7 +54,7 @@ void emulate_window(const T* in, T* out, const window_map& m, int kh, int kw, co
   if constexpr (W == walk::unrolled)
     for (int i = 0; i < K * K; ++i) taps.v[i] = k[i];
   const bool vector_store = m.out_w % 4 == 0;  // std::vector's data is 16-byte aligned here
-  const window_args a{m, kh, kw, padded.data(), s.tiles_x, s.tiles_y * s.tiles_x, s.stride, s.taps_floats,
+  const window_args a{m, kh, kw, padded.data(), divider(s.tiles_x), divider(s.tiles_y * s.tiles_x), s.stride, s.taps_floats,
                       vector_store};
   std::vector<float4> shared(s.shared_bytes / sizeof(float4) + 1);
   float* sm = reinterpret_cast<float*>(shared.data());
@@ -84,7 +84,8 @@ void emulate_separable(const T* in, T* out, const window_map& m, int kh, int kw,
   const std::vector<float> row_taps = padded_taps(f.row.data(), 1, 1, kw), column_taps = padded_taps(f.column.data(), 1, kh, 1);
   if (separable_tiles::uses_tile(kh, kw)) {
     const tile_shape t = tile_shape_for(m.out_h, m.out_w, kh, kw);
-    const tile_args a{m, kh, kw, row_taps.data(), column_taps.data(), t.tiles_x, t.tiles_y * t.tiles_x, m.out_w % 4 == 0};
+    const tile_args a{m, kh, kw, row_taps.data(), column_taps.data(), divider(t.tiles_x), divider(t.tiles_y * t.tiles_x),
+                      m.out_w % 4 == 0};
     std::vector<float> shared(t.layout.bytes / 4);
     blockDim = {unsigned(t.shape.tx), unsigned(t.shape.ty), 1};
     for (long long b = 0; b < m.planes * t.tiles_y * t.tiles_x; ++b) {
