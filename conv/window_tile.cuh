@@ -80,14 +80,17 @@ __device__ GPUCONV_INLINE void load_interior(const in_t* src, long long width, i
   // narrow pixels (and float ones on the host): a batch of rows loaded, then converted and stored
   constexpr int batch = std::is_same_v<in_t, float> ? 1 : 4;
   for (int r0 = g; r0 < rows; r0 += batch * groups, src += batch * src_step) {
-    in_t v[batch][full + 1];
+    // (narrow pixels held as 32-bit words: a byte or half-word register took a clear before its
+    // load and a mask after it)
+    using held = std::conditional_t<std::is_same_v<in_t, float>, float, unsigned>;
+    held v[batch][full + 1];
 #pragma unroll
     for (int q = 0; q < batch; ++q) {
       const bool live = r0 + q * groups < rows;
       const in_t* s = src + q * src_step;
 #pragma unroll
-      for (int k = 0; k < full; ++k) v[q][k] = live ? s[32 * k] : in_t(0);
-      v[q][full] = live && tail_copy ? s[32 * full] : in_t(0);
+      for (int k = 0; k < full; ++k) v[q][k] = live ? held(s[32 * k]) : held(0);
+      v[q][full] = live && tail_copy ? held(s[32 * full]) : held(0);
     }
 #pragma unroll
     for (int q = 0; q < batch; ++q) {
@@ -224,14 +227,14 @@ __device__ GPUCONV_INLINE void load_tile(const in_t* __restrict__ plane, const w
       }
       for (int r0 = g; r0 < rows; r0 += batch * groups) {
         const in_t* src[batch];
-        in_t v[batch][narrow_columns];
+        unsigned v[batch][narrow_columns];  // (32-bit words, as in load_interior)
 #pragma unroll
         for (int q = 0; q < batch; ++q) {
           const int r = r0 + q * groups;
           const int y = r < rows ? border_index(y_first + r, (int)m.height, m.border) : -1;
           src[q] = y < 0 ? nullptr : plane + (long long)y * m.width;
 #pragma unroll
-          for (int k = 0; k < narrow_columns; ++k) v[q][k] = (src[q] && col[k] >= 0) ? src[q][col[k]] : in_t(0);
+          for (int k = 0; k < narrow_columns; ++k) v[q][k] = (src[q] && col[k] >= 0) ? unsigned(src[q][col[k]]) : 0u;
         }
 #pragma unroll
         for (int q = 0; q < batch; ++q) {
