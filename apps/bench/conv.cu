@@ -142,6 +142,11 @@ const char* path_name(conv::cuda_path p) {
 }  // namespace
 
 int run_conv(const options& opt) {
+  // --sizes: those kernel sizes, any K >= 1 (9 x 9 is the tensor-core walk's largest); else the table's
+  std::vector<int> kernel_sizes = opt.sizes;
+  if (kernel_sizes.empty()) kernel_sizes = {3, 5, 7, 11, 15, 31, 63, 127};
+  for (int k : kernel_sizes)
+    if (k < 1) throw std::invalid_argument("--sizes: kernel size " + std::to_string(k) + " is not >= 1");
   cuda_stream stream;
   cudaDeviceProp prop{};
   GPUCONV_CUDA(cudaGetDeviceProperties(&prop, 0));
@@ -176,8 +181,7 @@ int run_conv(const options& opt) {
     const int sets = io.size();
     device_buffer<float> ref(pixels);
     std::vector<device_buffer<std::uint8_t>> in8, out8;
-    for (int k : {3, 5, 7, 11, 15, 31, 63, 127}) {
-      if (!opt.sizes.empty() && std::find(opt.sizes.begin(), opt.sizes.end(), k) == opt.sizes.end()) continue;
+    for (int k : kernel_sizes) {
       if ((size == 28 || size == 100) && k > 15) continue;
       std::vector<float> kernel(std::size_t(k) * k);
       for (std::size_t i = 0; i < kernel.size(); ++i) kernel[i] = float((i * 2654435761u) % 1000) / 1000.f - 0.5f;
