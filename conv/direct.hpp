@@ -96,10 +96,11 @@ void force_window_rows(int rows);
 // columns fit a 16-wide operand (kw + ((ox - (kw-1)) mod 4) <= 9), on GPUs of compute capability
 // 8.0 or later. mma_walk_applies: where direct_tiles::run takes it - outputs at least
 // mma_walk_min_width wide (one 128-column tile; narrower ones would leave most of it idle) and
-// kernels of at least mma_walk_min_taps taps. H200, 4096^2 uint8 'same' (docs/benchmarks.md,
-// session 59): 3 x 3 a tie with the SIMT walk (0.034-0.036 ms either way), so 3 x 3 keeps it;
-// 5 x 5 5-13% faster, 7 x 7 26-32% faster. Mode 0: never, 1: that rule, 2: wherever it fits (tests, measurements);
-// starts as GPUCONV_DIRECT_MMA (default 1).
+// kernels of at least mma_walk_min_taps taps. H200, 4096^2 uint8 'same', back to back
+// (docs/benchmarks.md, session 62): 3 x 3 a tie with the SIMT walk (0.029 ms either way), so 3 x 3
+// keeps it; 5 x 5 0.034 ms against 0.037-0.038, 7 x 7 0.039 against 0.051-0.052, 9 x 9 0.044
+// against 0.074. Mode 0: never, 1: that rule, 2: wherever it fits (tests, measurements); starts
+// as GPUCONV_DIRECT_MMA (default 1).
 constexpr long long mma_walk_min_width = 128;
 constexpr long long mma_walk_min_taps = 16;
 bool mma_walk_fits(int kh, int kw, int ox);
