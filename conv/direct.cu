@@ -279,8 +279,8 @@ void direct_tiles::run_mma(const std::uint8_t* in, std::uint8_t* out, const wind
                   padded(kernel),
                   scale,
                   1.f / scale,
-                  tiles_x,
-                  tiles_y * tiles_x,
+                  divider(tiles_x),
+                  divider(tiles_y * tiles_x),
                   m.out_w % 16 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0,
                   m.width % 4 == 0 && reinterpret_cast<std::uintptr_t>(in) % 4 == 0};
   const std::size_t shared = std::size_t(P::max_k) * 32 * 16 + std::size_t(P::tile_h + kh_ - 1) * P::window_w * 2;

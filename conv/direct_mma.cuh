@@ -24,6 +24,7 @@
 
 #include "../fft/thread/config.hpp"
 #include "direct.hpp"
+#include "divider.hpp"
 #include "semantics.hpp"
 
 #if defined(__CUDACC__)
@@ -75,7 +76,7 @@ struct mma_walk_args {
   int kh, kw, kw4, sh;
   const float* padded;
   float scale, inverse_scale;
-  long long tiles_x, tiles_per_plane;
+  divider tiles_x, tiles_per_plane;
   bool vector_store;  // 16-byte output rows: out_w % 16 == 0 and the output 16-byte aligned
   bool word_loads;    // 4-byte input words: width % 4 == 0 and the input 4-byte aligned
 };
@@ -103,10 +104,9 @@ __global__ void __launch_bounds__(P::threads, GPUCONV_MMA_MIN_BLOCKS * 256 / P::
   const window_map& m = a.m;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
-  // the block's tile (32-bit division, as locate_block)
-  const unsigned b = blockIdx.x, per_plane = unsigned(a.tiles_per_plane), across = unsigned(a.tiles_x);
-  const unsigned plane = b / per_plane, t = b - plane * per_plane, by = t / across, bx = t - by * across;
-  const long long y0 = (long long)by * P::tile_h, x0 = (long long)bx * P::tile_w;
+  // the block's tile (as locate_block)
+  const block_tile bt = split_block(blockIdx.x, a.tiles_per_plane, a.tiles_x);
+  const long long y0 = (long long)bt.row * P::tile_h, x0 = (long long)bt.column * P::tile_w;
 
   // the tap table: lane (g, t4) holds T_ky(q, g) for q = 2 t4, 2 t4 + 1 (b0) and + 8 (b1)
   for (int e = tid; e < a.kh * 32; e += P::threads) {
@@ -135,7 +135,7 @@ __global__ void __launch_bounds__(P::threads, GPUCONV_MMA_MIN_BLOCKS * 256 / P::
   constexpr int per_thread = ((P::tile_h + P::max_k - 1) * groups + P::threads - 1) / P::threads;
   const int rows = P::tile_h + a.kh - 1, units = rows * groups;
   const long long y_first = y0 + m.oy - (a.kh - 1), x_first = x0 + m.ox - (a.kw - 1) - a.sh;
-  const std::uint8_t* src = in + (long long)plane * m.height * m.width;
+  const std::uint8_t* src = in + (long long)bt.plane * m.height * m.width;
   unsigned v[per_thread];
   if (a.word_loads && x_first >= 0 && x_first + P::window_w <= m.width && y_first >= 0 && y_first + rows <= m.height) {
     const std::uint8_t* base = src + y_first * m.width + x_first;
@@ -218,7 +218,7 @@ __global__ void __launch_bounds__(P::threads, GPUCONV_MMA_MIN_BLOCKS * 256 / P::
   __syncthreads();
 
   // out: 16-byte pieces of rows (8 a row)
-  std::uint8_t* dst = out + ((long long)plane * m.out_step + m.out_offset) * m.out_h * m.out_w;
+  std::uint8_t* dst = out + ((long long)bt.plane * m.out_step + m.out_offset) * m.out_h * m.out_w;
   static_assert((P::tile_h * P::tile_w / 16) % P::threads == 0 && P::tile_w == 128, "8 whole pieces a row");
 #pragma unroll
   for (int k = 0; k < (P::tile_h * P::tile_w / 16) / P::threads; ++k) {

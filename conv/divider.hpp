@@ -30,4 +30,14 @@ struct divider {
   HOST_DEVICE std::uint32_t remainder(std::uint32_t n, std::uint32_t q) const { return n - q * d; }
 };
 
+// Block b of a launch over planes x rows x columns of tiles (b < 2^31, per_plane = rows x
+// columns): its plane, and its tile's row and column in the plane.
+struct block_tile {
+  std::uint32_t plane, row, column;
+};
+HOST_DEVICE inline block_tile split_block(std::uint32_t b, const divider& per_plane, const divider& columns) {
+  const std::uint32_t plane = per_plane.quotient(b), t = per_plane.remainder(b, plane), row = columns.quotient(t);
+  return {plane, row, columns.remainder(t, row)};
+}
+
 }  // namespace gpuconv::conv

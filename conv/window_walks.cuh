@@ -181,9 +181,8 @@ __device__ GPUCONV_INLINE window_block locate_block(const divider& tiles_x, cons
   // a multiply and a shift a division (divider.hpp): a launch has fewer than 2^31 blocks, and a
   // plane's tiles are at most all of them (64-bit divisions were ~10% of a 4096^2 K = 3 block's
   // instructions, and each 32-bit one is ~15)
-  const unsigned b = blockIdx.x, plane = tiles_per_plane.quotient(b), t = tiles_per_plane.remainder(b, plane),
-                 by = tiles_x.quotient(t), bx = tiles_x.remainder(t, by);
-  return {(long long)plane, (long long)by * blockDim.y * R, (long long)bx * blockDim.x * C};
+  const block_tile t = split_block(blockIdx.x, tiles_per_plane, tiles_x);
+  return {(long long)t.plane, (long long)t.row * blockDim.y * R, (long long)t.column * blockDim.x * C};
 }
 
 // Phase 1, before the barrier: the taps (shared-memory walks) and the window into shared

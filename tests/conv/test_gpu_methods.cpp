@@ -591,6 +591,16 @@ TEST_CASE("conv: divider's quotient equals integer division for 31-bit numbers",
   }
   for (int l = 0; l <= 30; ++l)
     wrong += !agrees(divider(1LL << l), top) + !agrees(divider((1LL << l) + 1), top) + !agrees(divider(top), 1u << l);
+  // split_block: a block index into plane, tile row and tile column, as the kernels take it
+  for (long long columns : {1LL, 3LL, 32LL, 1000LL})
+    for (long long rows : {1LL, 7LL, 64LL}) {
+      const divider per_plane(rows * columns), across(columns);
+      for (std::uint32_t b : {0u, 1u, 63u, 64u, 12345u, 999999u, top}) {
+        const block_tile t = split_block(b, per_plane, across);
+        wrong += t.plane != b / (rows * columns) || t.row != b % (rows * columns) / columns || t.column != b % columns;
+        ++tried;
+      }
+    }
   CHECK(tried > 12000000);
   CHECK(wrong == 0);
   CHECK_THROWS_AS(divider(0), std::invalid_argument);
