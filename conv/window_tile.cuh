@@ -104,6 +104,58 @@ __device__ GPUCONV_INLINE void load_interior(const in_t* src, long long width, i
   }
 }
 
+// A tile of narrow pixels that crosses the image's edge (the edge tiles of a large image), in
+// load_interior's layout: lane l takes columns l + 32 k, chunks k < full hold only window
+// columns, chunk `full` the last ones and the pad columns. A lane's columns are resolved once
+// (the image column, and whether the element is the image's), a row's once (its source row,
+// or outside). An element then takes ~12 instructions in the SASS (a bit test, the plane pointer
+// reloaded from the constant bank, a 64-bit add, the load, a conversion, a select, a store)
+// against load_interior's ~7. (The general loader below resolves them per element: ncu of a
+// 4096^2 uint8 K = 3 plan, session 62, had the 9% of the blocks on an edge run 14% of the
+// kernel's instructions, ~4x an interior block's per element; docs/notes-conv.md.)
+template <int full, typename in_t>
+__device__ GPUCONV_INLINE void load_edge(const in_t* plane, const window_map& m, long long y_first, long long x_first,
+                                         bool inside_x, int g, int l, int groups, int rows, int cols, int stride,
+                                         float* sm, float outside) {
+  constexpr int batch = 2;
+  unsigned off[full + 1];  // the lane's image column in chunk k (0 where it reads none)
+  unsigned image = 0;      // bit k: chunk k's element is the image's (where its row is)
+#pragma unroll
+  for (int k = 0; k <= full; ++k) {
+    const int c = l + 32 * k;
+    const int x = c >= cols ? -1 : inside_x ? int(x_first + c) : border_index(x_first + c, (int)m.width, m.border);
+    off[k] = x < 0 ? 0u : unsigned(x);
+    image |= x >= 0 ? 1u << k : 0u;
+  }
+  const int tail = 32 * full + l;
+  const bool tail_write = tail < stride;
+  const float tail_fill = tail < cols ? outside : 0.f;  // a pad column holds 0
+  const bool inside_y = y_first >= 0 && y_first + rows <= m.height;
+  for (int r0 = g; r0 < rows; r0 += batch * groups) {
+    const in_t* src[batch];
+    unsigned read[batch];  // `image` where the row is the image's, else 0
+    unsigned v[batch][full + 1];
+#pragma unroll
+    for (int q = 0; q < batch; ++q) {
+      const int r = r0 + q * groups;
+      const int y = r >= rows ? -1 : inside_y ? int(y_first + r) : border_index(y_first + r, (int)m.height, m.border);
+      read[q] = y < 0 ? 0u : image;
+      src[q] = plane + (long long)(y < 0 ? 0 : y) * m.width;
+#pragma unroll
+      for (int k = 0; k <= full; ++k) v[q][k] = read[q] >> k & 1u ? unsigned(src[q][off[k]]) : 0u;
+    }
+#pragma unroll
+    for (int q = 0; q < batch; ++q) {
+      const int r = r0 + q * groups;
+      if (r >= rows) break;
+      float* row = sm + r * stride + l;
+#pragma unroll
+      for (int k = 0; k < full; ++k) row[32 * k] = read[q] >> k & 1u ? pixel_value(v[q][k]) : outside;
+      if (tail_write) row[32 * full] = read[q] >> full & 1u ? pixel_value(v[q][full]) : tail_fill;
+    }
+  }
+}
+
 // Shared rows [0, rows) of the tile: extended input rows from y_first, columns from x_first;
 // columns [cols, stride) are zero (the generic walk multiplies them by its zero pad taps: an
 // Inf there would make NaN). Threads in groups of up to 32 along a row (coalesced loads), a
@@ -130,6 +182,11 @@ __device__ GPUCONV_INLINE void load_tile(const in_t* __restrict__ plane, const w
       case 3: return load_interior<3>(src, m.width, g, l, groups, rows, cols, stride, sm);
       case 4: return load_interior<4>(src, m.width, g, l, groups, rows, cols, stride, sm);
       default: break;  // wider tiles: the loaders below
+    }
+  }
+  if constexpr (!std::is_same_v<in_t, float>) {
+    if (per_row == 32 && stride <= 32 * (cols / 32 + 1)) {
+      if (cols / 32 == 4) return load_edge<4>(plane, m, y_first, x_first, inside_x, g, l, groups, rows, cols, stride, sm, outside);
     }
   }
   if constexpr (std::is_same_v<in_t, float>) {
