@@ -42,6 +42,18 @@ __device__ GPUCONV_INLINE void wait_copies() {
 #endif
 }
 
+// Row `row` of the window (lane l's element of chunk 0 at row[0]) from the lane's held pixels:
+// chunk k's where bit k of `read` is set, else `outside`; the tail chunk's (k = full) only where
+// the lane's tail column lies inside the stride, and `tail_fill` in its place (a pad column holds
+// 0). The interior loader passes every bit set.
+template <int full, typename held>
+__device__ GPUCONV_INLINE void store_row(float* row, const held (&v)[full + 1], unsigned read, float outside,
+                                         bool tail_write, float tail_fill) {
+#pragma unroll
+  for (int k = 0; k < full; ++k) row[32 * k] = read >> k & 1u ? pixel_value(v[k]) : outside;
+  if (tail_write) row[32 * full] = read >> full & 1u ? pixel_value(v[full]) : tail_fill;
+}
+
 // A tile whose rows and columns all lie inside the image (most tiles of a large image), loaded
 // by warps along rows, lane l taking columns l + 32 k: chunks k < full hold only image columns
 // (every lane copies), chunk `full` holds the row's last columns, its pad columns [cols, stride)
@@ -96,10 +108,7 @@ __device__ GPUCONV_INLINE void load_interior(const in_t* src, long long width, i
     for (int q = 0; q < batch; ++q) {
       const int r = r0 + q * groups;
       if (r >= rows) break;
-      float* row = sm + r * stride + l;
-#pragma unroll
-      for (int k = 0; k < full; ++k) row[32 * k] = pixel_value(v[q][k]);
-      if (tail_write) row[32 * full] = pixel_value(v[q][full]);
+      store_row<full>(sm + r * stride + l, v[q], ~0u, 0.f, tail_write, 0.f);
     }
   }
 }
@@ -148,10 +157,7 @@ __device__ GPUCONV_INLINE void load_edge(const in_t* plane, const window_map& m,
     for (int q = 0; q < batch; ++q) {
       const int r = r0 + q * groups;
       if (r >= rows) break;
-      float* row = sm + r * stride + l;
-#pragma unroll
-      for (int k = 0; k < full; ++k) row[32 * k] = read[q] >> k & 1u ? pixel_value(v[q][k]) : outside;
-      if (tail_write) row[32 * full] = read[q] >> full & 1u ? pixel_value(v[q][full]) : tail_fill;
+      store_row<full>(sm + r * stride + l, v[q], read[q], outside, tail_write, tail_fill);
     }
   }
 }
