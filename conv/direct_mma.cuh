@@ -94,6 +94,60 @@ __device__ GPUCONV_INLINE uint2 bytes_to_halves(unsigned w) {
   return {*reinterpret_cast<const unsigned*>(&a), *reinterpret_cast<const unsigned*>(&b)};
 }
 
+// A window at the image's edges (and every window of an image whose rows are not whole 4-byte
+// words): each byte by the boundary rule, the constant outside (the plan has rounded it to a
+// pixel value). Warp w takes window rows w + warps i, lane l their group l (4 bytes): the lane's
+// 4 columns are resolved once, a row's source once, a batch of rows loaded before any is
+// converted. The groups past 32 go one a thread, their bytes resolved one by one. (Every byte
+// resolved on its own, ~900-1000 instructions a warp, was 9% of a 4096^2 K = 3..7 plan's
+// instructions from the 9% of its blocks on an edge: ncu, session 60.)
+template <typename P>
+__device__ GPUCONV_INLINE void mma_load_edge(const std::uint8_t* src, const window_map& m, long long y_first,
+                                             long long x_first, int rows, int tid, __half* window) {
+  constexpr int groups = P::window_w / 4, warps = P::threads / 32, extra = groups - 32, batch = 3;
+  static_assert(extra > 0 && extra * (P::tile_h + P::max_k - 1) <= P::threads, "an extra group a thread at most");
+  const int lane = tid & 31, warp = tid >> 5, width = (int)m.width, height = (int)m.height;
+  const unsigned outside = m.border == boundary::constant ? unsigned(m.constant_value) : 0u;
+  unsigned off[4], image = 0;  // byte e of the lane's group: its image column, and bit e whether it has one
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const int x = border_index(x_first + 4 * lane + e, width, m.border);
+    off[e] = x < 0 ? 0u : unsigned(x);
+    image |= x >= 0 ? 1u << e : 0u;
+  }
+  for (int r0 = warp; r0 < rows; r0 += batch * warps) {
+    unsigned w[batch];
+#pragma unroll
+    for (int q = 0; q < batch; ++q) {
+      const int r = r0 + q * warps;
+      const int y = r < rows ? border_index(y_first + r, height, m.border) : -1;
+      const std::uint8_t* row = src + (long long)(y < 0 ? 0 : y) * m.width;
+      const unsigned read = y < 0 ? 0u : image;
+      w[q] = 0u;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) w[q] |= (read >> e & 1u ? unsigned(row[off[e]]) : outside) << (8 * e);
+    }
+#pragma unroll
+    for (int q = 0; q < batch; ++q) {
+      const int r = r0 + q * warps;
+      if (r >= rows) break;
+      *reinterpret_cast<uint2*>(window + 4 * (r * groups + lane)) = bytes_to_halves(w[q]);
+    }
+  }
+  if (tid < extra * rows) {
+    const int r = tid / extra, gi = 32 + (tid - r * extra);
+    const int y = border_index(y_first + r, height, m.border);
+    const std::uint8_t* row = src + (long long)(y < 0 ? 0 : y) * m.width;
+    unsigned word = 0u;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int x = border_index(x_first + 4 * gi + e, width, m.border);
+      word |= (y >= 0 && x >= 0 ? unsigned(row[x]) : outside) << (8 * e);
+    }
+    *reinterpret_cast<uint2*>(window + 4 * (r * groups + gi)) = bytes_to_halves(word);
+  }
+}
+
 template <typename P = mma_walk_policy>
 __global__ void __launch_bounds__(P::threads, GPUCONV_MMA_MIN_BLOCKS * 256 / P::threads)
     mma_window_kernel(const std::uint8_t* __restrict__ in, std::uint8_t* __restrict__ out, const mma_walk_args a) {
@@ -136,37 +190,21 @@ __global__ void __launch_bounds__(P::threads, GPUCONV_MMA_MIN_BLOCKS * 256 / P::
   const int rows = P::tile_h + a.kh - 1, units = rows * groups;
   const long long y_first = y0 + m.oy - (a.kh - 1), x_first = x0 + m.ox - (a.kw - 1) - a.sh;
   const std::uint8_t* src = in + (long long)bt.plane * m.height * m.width;
-  unsigned v[per_thread];
   if (a.word_loads && x_first >= 0 && x_first + P::window_w <= m.width && y_first >= 0 && y_first + rows <= m.height) {
     const std::uint8_t* base = src + y_first * m.width + x_first;
+    unsigned v[per_thread];
 #pragma unroll
     for (int k = 0; k < per_thread; ++k) {
       const int u = tid + k * P::threads, r = u / groups, gi = u - r * groups;
       v[k] = u < units ? __ldg(reinterpret_cast<const unsigned*>(base + (long long)r * m.width + 4 * gi)) : 0u;
     }
-  } else {
-    // a tile at the image's edges: each byte by the boundary rule (outside: the constant, which
-    // the plan has rounded to a pixel value)
-    const unsigned outside = m.border == boundary::constant ? unsigned(m.constant_value) : 0u;
 #pragma unroll
     for (int k = 0; k < per_thread; ++k) {
-      const int u = tid + k * P::threads, r = u / groups, gi = u - r * groups;
-      v[k] = 0u;
-      if (u >= units) continue;
-      const int y = border_index(y_first + r, (int)m.height, m.border);
-      const std::uint8_t* row = src + (long long)(y < 0 ? 0 : y) * m.width;
-      const long long x = x_first + 4 * gi;
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int xe = border_index(x + e, (int)m.width, m.border);
-        v[k] |= (y >= 0 && xe >= 0 ? unsigned(row[xe]) : outside) << (8 * e);
-      }
+      const int u = tid + k * P::threads;
+      if (u < units) *reinterpret_cast<uint2*>(window + 4 * u) = bytes_to_halves(v[k]);
     }
-  }
-#pragma unroll
-  for (int k = 0; k < per_thread; ++k) {
-    const int u = tid + k * P::threads;
-    if (u < units) *reinterpret_cast<uint2*>(window + 4 * u) = bytes_to_halves(v[k]);
+  } else {
+    mma_load_edge<P>(src, m, y_first, x_first, rows, tid, window);
   }
   __syncthreads();
 
