@@ -181,28 +181,41 @@ __global__ void __launch_bounds__(P::threads, GPUCONV_MMA_MIN_BLOCKS * 256 / P::
     table[e] = make_uint4(hi[0], hi[1], lo[0], lo[1]);
   }
 
-  // the window: rows of window_w halves as 4-byte groups, unit u = (row r, group gi) at halves
-  // 4 u (window_w = 4 groups); thread tid takes units tid + threads k, all its loads issued before
-  // any is converted (one memory latency a block; a warp a row at a time took 9)
-  constexpr int groups = P::window_w / 4;
-  static_assert(P::window_w == 4 * groups, "the window's rows are whole groups");
-  constexpr int per_thread = ((P::tile_h + P::max_k - 1) * groups + P::threads - 1) / P::threads;
-  const int rows = P::tile_h + a.kh - 1, units = rows * groups;
+  // the window: rows of window_w halves as 4-byte groups, unit (row r, group gi) at halves
+  // 4 (r groups + gi). Interior windows of images in whole words: warp w takes rows w + warps i,
+  // lane l their group l, a row's word one address step from the last (no division, one 64-bit
+  // add a row), all of a thread's loads issued before any is converted (one memory latency a
+  // block; a warp a row at a time took 9); the groups past 32 a row go one a thread. Windows at
+  // the image's edges: mma_load_edge, in the same layout. (Units tid + threads k took a division
+  // by the groups a row and a 64-bit multiply a word: 18-22% of the walk's instructions, ncu,
+  // session 60.)
+  constexpr int groups = P::window_w / 4, warps = P::threads / 32, extra = groups - 32;
+  static_assert(P::window_w == 4 * groups && extra > 0 && extra * (P::tile_h + P::max_k - 1) <= P::threads,
+                "whole groups, 32 and at most one more a thread");
+  constexpr int row_steps = (P::tile_h + P::max_k - 1 + warps - 1) / warps;
+  const int rows = P::tile_h + a.kh - 1;
   const long long y_first = y0 + m.oy - (a.kh - 1), x_first = x0 + m.ox - (a.kw - 1) - a.sh;
   const std::uint8_t* src = in + (long long)bt.plane * m.height * m.width;
   if (a.word_loads && x_first >= 0 && x_first + P::window_w <= m.width && y_first >= 0 && y_first + rows <= m.height) {
     const std::uint8_t* base = src + y_first * m.width + x_first;
-    unsigned v[per_thread];
+    const unsigned* p = reinterpret_cast<const unsigned*>(base + warp * m.width) + lane;
+    const long long step = warps * m.width;  // bytes between a warp's rows
+    unsigned v[row_steps], ve = 0u;
+    const bool has_extra = tid < extra * rows;
+    const int re = tid / extra, ge = 32 + (tid - re * extra);
 #pragma unroll
-    for (int k = 0; k < per_thread; ++k) {
-      const int u = tid + k * P::threads, r = u / groups, gi = u - r * groups;
-      v[k] = u < units ? __ldg(reinterpret_cast<const unsigned*>(base + (long long)r * m.width + 4 * gi)) : 0u;
+    for (int i = 0; i < row_steps; ++i) {
+      // (rows >= tile_h: the first tile_h / warps steps need no test)
+      v[i] = i < P::tile_h / warps || warp + warps * i < rows ? __ldg(p) : 0u;
+      p = reinterpret_cast<const unsigned*>(reinterpret_cast<const std::uint8_t*>(p) + step);
     }
+    if (has_extra) ve = __ldg(reinterpret_cast<const unsigned*>(base + re * m.width + 4 * ge));
 #pragma unroll
-    for (int k = 0; k < per_thread; ++k) {
-      const int u = tid + k * P::threads;
-      if (u < units) *reinterpret_cast<uint2*>(window + 4 * u) = bytes_to_halves(v[k]);
+    for (int i = 0; i < row_steps; ++i) {
+      const int r = warp + warps * i;
+      if (i < P::tile_h / warps || r < rows) *reinterpret_cast<uint2*>(window + 4 * (r * groups + lane)) = bytes_to_halves(v[i]);
     }
+    if (has_extra) *reinterpret_cast<uint2*>(window + 4 * (re * groups + ge)) = bytes_to_halves(ve);
   } else {
     mma_load_edge<P>(src, m, y_first, x_first, rows, tid, window);
   }
