@@ -207,6 +207,16 @@ direct_tiles::direct_tiles(const std::vector<float>& kernels, int count, int kh,
   const std::vector<float> padded = padded_taps(kernels.data(), count, kh, kw);
   padded_ = device_buffer<float>(padded.size());
   GPUCONV_CUDA(cudaMemcpy(padded_.data(), padded.data(), padded_.bytes(), cudaMemcpyHostToDevice));
+  if (tensor_cores_ && kh <= mma_walk_policy::max_k && kw <= mma_walk_policy::max_k) {
+    const std::size_t table = std::size_t(kh) * 32 * 4;  // words a kernel and shift
+    std::vector<std::uint32_t> tables(std::size_t(count) * 4 * table);
+    for (int k = 0; k < count; ++k)
+      for (int sh = 0; sh < 4; ++sh)
+        mma_tap_table(padded.data() + std::size_t(k) * kh * round4(kw), kh, kw, sh, scales_[k],
+                      tables.data() + (std::size_t(k) * 4 + sh) * table);
+    mma_tables_ = device_buffer<std::uint32_t>(tables.size());
+    GPUCONV_CUDA(cudaMemcpy(mma_tables_.data(), tables.data(), mma_tables_.bytes(), cudaMemcpyHostToDevice));
+  }
 }
 
 const float* direct_tiles::padded(int k) const { return padded_.data() + std::size_t(k) * kh_ * round4(kw_); }
@@ -270,15 +280,13 @@ void direct_tiles::run_mma(const std::uint8_t* in, std::uint8_t* out, const wind
   if (blocks < 1) return;
   if (blocks >= (1LL << 31))
     throw std::invalid_argument("direct_tiles::run: " + std::to_string(blocks) + " blocks in one launch (at most 2^31 - 1)");
-  const float scale = scales_[kernel];
+  const int sh = mma_shift(m.ox, kw_);
   mma_walk_args a{m,
                   kh_,
                   kw_,
-                  round4(kw_),
-                  mma_shift(m.ox, kw_),
-                  padded(kernel),
-                  scale,
-                  1.f / scale,
+                  sh,
+                  reinterpret_cast<const uint4*>(mma_tables_.data() + (std::size_t(kernel) * 4 + sh) * kh_ * 32 * 4),
+                  1.f / scales_[kernel],
                   divider(tiles_x),
                   divider(tiles_y * tiles_x),
                   m.out_w % 16 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0,

@@ -157,6 +157,8 @@ class direct_tiles {
   std::vector<float> scales_;     // per kernel: mma_walk_scale
   std::vector<float> host_;       // the kernels as given (the unrolled walk's launch parameters)
   device_buffer<float> padded_;   // per kernel kh x round_up(kw, 4), reversed along x, zero padded
+  device_buffer<std::uint32_t> mma_tables_;  // where tensor_cores_: per kernel and shift 0..3, the
+                                             // tensor-core walk's tap table (mma_tap_table)
 };
 
 }  // namespace gpuconv::conv

@@ -20,7 +20,9 @@
 // (a0 + ky, n0) as stored (row-major, an ldmatrix.x4), T_ky the B operand (col-major, one
 // fragment a lane for every n-tile: the tap table below, built once a block in shared memory).
 #pragma once
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "../fft/thread/config.hpp"
 #include "direct.hpp"
@@ -69,21 +71,61 @@ HOST_DEVICE inline float mma_tap(const float* padded, int kh, int kw, int kw4, i
 // The window's first column's offset below the 4-byte word: sh = (ox - (kw-1)) mod 4.
 HOST_DEVICE constexpr int mma_shift(int ox, int kw) { return int(detail::floor_mod((long long)ox - (kw - 1), 4)); }
 
+// IEEE binary16 bits of a float, rounded to nearest even (as __float2half_rn; |f| >= 65520 gives
+// the infinity), and back: portable, so that the host builds and tests the tap table below.
+inline std::uint16_t half_bits(float f) {
+  std::uint32_t x = 0;
+  std::memcpy(&x, &f, sizeof x);
+  const std::uint32_t sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+  if (a >= 0x477ff000u) return std::uint16_t(sign | 0x7c00u);                 // 65520 and up (and NaN)
+  if (a < 0x38800000u)                                                         // below 2^-14: subnormal
+    return std::uint16_t(sign | std::uint32_t(std::nearbyint(std::fabs(f) * 16777216.f)));  // exact scaling
+  std::uint32_t h = ((a >> 23) - 112u) << 10 | (a & 0x7fffffu) >> 13;          // 127 - 15 = 112
+  const std::uint32_t rest = a & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;                   // a carry bumps the exponent
+  return std::uint16_t(sign | h);
+}
+inline float half_value(std::uint16_t h) {
+  const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  const float v = e == 0 ? std::ldexp(float(m), -24) : e == 31 ? INFINITY : std::ldexp(float(1024 + m), e - 25);
+  return h & 0x8000u ? -v : v;
+}
+
+// The tap table for the B operands, kh x 32 entries of 4 words (`out`): lane (g, t4) of tap row
+// ky holds T_ky(q, g) for q = 2 t4, 2 t4 + 1 (b0) and + 8 (b1), as fp16 pairs (the lower q in
+// the low half), first hi = fp16(T) (words 0, 1), then lo = fp16(T - hi) (words 2, 3). Built on
+// the host once a kernel and shift (direct_tiles); each block copies its kernel's into shared
+// memory. (Built by every block from the padded taps it was 3-6% of the walk's instructions: ncu,
+// session 60.)
+inline void mma_tap_table(const float* padded, int kh, int kw, int sh, float scale, std::uint32_t* out) {
+  const int kw4 = (kw + 3) / 4 * 4;
+  for (int ky = 0; ky < kh; ++ky)
+    for (int l = 0; l < 32; ++l) {
+      const int g = l >> 2, t4 = l & 3;
+      std::uint32_t* e = out + 4 * (ky * 32 + l);
+      for (int f = 0; f < 2; ++f) {
+        e[f] = e[2 + f] = 0u;
+        for (int s = 0; s < 2; ++s) {
+          const float v = mma_tap(padded, kh, kw, kw4, sh, ky, 2 * t4 + 8 * f + s, g, scale);
+          const std::uint16_t h = half_bits(v);
+          e[f] |= std::uint32_t(h) << (16 * s);
+          e[2 + f] |= std::uint32_t(half_bits(v - half_value(h))) << (16 * s);
+        }
+      }
+    }
+}
+
 #if defined(__CUDACC__)
 
 struct mma_walk_args {
   window_map m;
-  int kh, kw, kw4, sh;
-  const float* padded;
-  float scale, inverse_scale;
+  int kh, kw, sh;
+  const uint4* table;  // the tap table for this kernel and sh (mma_tap_table), kh x 32 entries
+  float inverse_scale;
   divider tiles_x, tiles_per_plane;
   bool vector_store;  // 16-byte output rows: out_w % 16 == 0 and the output 16-byte aligned
   bool word_loads;    // 4-byte input words: width % 4 == 0 and the input 4-byte aligned
 };
-
-__device__ GPUCONV_INLINE unsigned half2_bits(__half lo, __half hi) {
-  return unsigned(__half_as_ushort(lo)) | (unsigned(__half_as_ushort(hi)) << 16);
-}
 
 // Four bytes (little end first) as four halves, exactly: 0x6400 | b is the half 1024 + b.
 __device__ GPUCONV_INLINE uint2 bytes_to_halves(unsigned w) {
@@ -162,24 +204,10 @@ __global__ void __launch_bounds__(P::threads, GPUCONV_MMA_MIN_BLOCKS * 256 / P::
   const block_tile bt = split_block(blockIdx.x, a.tiles_per_plane, a.tiles_x);
   const long long y0 = (long long)bt.row * P::tile_h, x0 = (long long)bt.column * P::tile_w;
 
-  // the tap table: lane (g, t4) holds T_ky(q, g) for q = 2 t4, 2 t4 + 1 (b0) and + 8 (b1)
-  for (int e = tid; e < a.kh * 32; e += P::threads) {
-    const int ky = e >> 5, l = e & 31, g = l >> 2, t4 = l & 3;
-    unsigned hi[2], lo[2];
-#pragma unroll
-    for (int f = 0; f < 2; ++f) {
-      __half h[2], r[2];
-#pragma unroll
-      for (int s = 0; s < 2; ++s) {
-        const float v = mma_tap(a.padded, a.kh, a.kw, a.kw4, a.sh, ky, 2 * t4 + 8 * f + s, g, a.scale);
-        h[s] = __float2half_rn(v);
-        r[s] = __float2half_rn(v - __half2float(h[s]));
-      }
-      hi[f] = half2_bits(h[0], h[1]);
-      lo[f] = half2_bits(r[0], r[1]);
-    }
-    table[e] = make_uint4(hi[0], hi[1], lo[0], lo[1]);
-  }
+  // the tap table (mma_tap_table): a 16-byte copy a thread (two for 9 rows)
+  static_assert(P::max_k * 32 <= 2 * P::threads, "two copies a thread at most");
+  if (tid < a.kh * 32) table[tid] = __ldg(a.table + tid);
+  if (tid + P::threads < a.kh * 32) table[tid + P::threads] = __ldg(a.table + tid + P::threads);
 
   // the window: rows of window_w halves as 4-byte groups, unit (row r, group gi) at halves
   // 4 (r groups + gi). Interior windows of images in whole words: warp w takes rows w + warps i,

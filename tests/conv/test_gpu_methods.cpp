@@ -8,6 +8,7 @@
 // sums of kh * kw or kh + kw float products).
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
+#include <algorithm>
 
 #include <cmath>
 #include <cstdlib>
@@ -563,6 +564,71 @@ TEST_CASE("CUDA direct path: the tensor-core walk's tap table sums every tap onc
   CHECK(mma_walk_scale(std::vector<float>{1024.f}.data(), 1) == 1.f);
   CHECK(mma_walk_scale(std::vector<float>{0.f, 0.f}.data(), 2) == 1.f);
   CHECK(mma_walk_scale(std::vector<float>{1e-38f}.data(), 1) == std::ldexp(1.f, 126));  // finite
+}
+
+// The tap table as the host builds it (mma_tap_table, uploaded once a kernel and shift): fp16 by
+// round to nearest even (half_bits, against known values and every finite half), and each scaled
+// tap as hi + lo within 2^-22 of it; the table's sums over 16 x 16 window blocks, operand b0 / b1
+// of lane (g, t4) taken as rows q = 2 t4 (+ 1) / + 8 of output column g, equal every tap's.
+TEST_CASE("CUDA direct path: the tensor-core walk's tap table in two fp16 halves", "[conv]") {
+  CHECK(half_bits(1.f) == 0x3c00);
+  CHECK(half_bits(-2.f) == 0xc000);
+  CHECK(half_bits(0.1f) == 0x2e66);
+  CHECK(half_bits(65504.f) == 0x7bff);
+  CHECK(half_bits(65520.f) == 0x7c00);                        // the tie above the largest rounds up
+  CHECK(half_bits(1.f + std::ldexp(1.f, -11)) == 0x3c00);     // a tie to the even below
+  CHECK(half_bits(1.f + 3 * std::ldexp(1.f, -11)) == 0x3c02);  // a tie to the even above
+  CHECK(half_bits(std::ldexp(1.f, -24)) == 0x0001);
+  CHECK(half_bits(std::ldexp(1.f, -25)) == 0x0000);
+  CHECK(half_bits(3 * std::ldexp(1.f, -25)) == 0x0002);
+  CHECK(half_bits(std::ldexp(1023.5f, -24)) == 0x0400);       // the largest subnormal rounds up to normal
+  bool round_trip = true;
+  for (unsigned h = 0; h < 0x10000; ++h)
+    if ((h & 0x7c00) != 0x7c00) round_trip = round_trip && half_bits(half_value(std::uint16_t(h))) == h;
+  CHECK(round_trip);
+
+  std::vector<float> window(24 * 24);
+  for (std::size_t i = 0; i < window.size(); ++i) window[i] = float((i * 37 + 11) % 256);
+  for (int kh = 1; kh <= 9; ++kh)
+    for (int kw = 1; kw <= 9; ++kw)
+      for (int sh = 0; sh + kw <= 9 && sh < 4; ++sh) {
+        std::vector<float> k(std::size_t(kh) * kw);
+        for (std::size_t i = 0; i < k.size(); ++i) k[i] = (float(int((i * 7919) % 23) - 11) + 0.3f) / (kh * kw + 7.f);
+        const std::vector<float> padded = padded_taps(k.data(), 1, kh, kw);
+        const float scale = mma_walk_scale(k.data(), kh * kw);
+        std::vector<std::uint32_t> table(std::size_t(kh) * 32 * 4, 0xdeadbeefu);
+        mma_tap_table(padded.data(), kh, kw, sh, scale, table.data());
+        INFO(kh << " x " << kw << ", shift " << sh);
+        std::vector<double> b(std::size_t(kh) * 16 * 8);  // T_ky(q, n) as hi + lo
+        bool split = true;
+        for (int ky = 0; ky < kh; ++ky)
+          for (int l = 0; l < 32; ++l)
+            for (int w = 0; w < 2; ++w)
+              for (int s = 0; s < 2; ++s) {
+                const int q = 2 * (l & 3) + 8 * w + s, n = l >> 2;
+                const std::uint32_t* e = table.data() + 4 * (ky * 32 + l);
+                const float hi = half_value(std::uint16_t(e[w] >> (16 * s))), lo = half_value(std::uint16_t(e[2 + w] >> (16 * s)));
+                const float v = mma_tap(padded.data(), kh, kw, round4(kw), sh, ky, q, n, scale);
+                split = split && std::fabs(double(v) - hi - lo) <= std::ldexp(std::fabs(v), -22) + std::ldexp(1.0, -25);
+                b[(ky * 16 + q) * 8 + n] = double(hi) + lo;
+              }
+        CHECK(split);
+        double worst = 0;
+        for (int a = 0; a < 16; ++a)
+          for (int n = 0; n < 8; ++n) {
+            double tiled = 0, direct = 0, size = 0;
+            for (int ky = 0; ky < kh; ++ky)
+              for (int q = 0; q < 16; ++q) tiled += double(window[(a + ky) * 24 + q]) * b[(ky * 16 + q) * 8 + n];
+            for (int i = 0; i < kh; ++i)
+              for (int j = 0; j < kw; ++j) {
+                const double t = double(k[i * kw + j]) * window[(a + kh - 1 - i) * 24 + n + kw - 1 - j + sh];
+                direct += t;
+                size += std::fabs(t);
+              }
+            worst = std::max(worst, std::fabs(tiled / scale - direct) / size);
+          }
+        CHECK(worst <= 1e-6);
+      }
 }
 
 // A kernel's block or tile index into plane, row and column (conv/divider.hpp): the
