@@ -40,8 +40,8 @@ __global__ void __launch_bounds__(box_policy::threads) box_rows_kernel(const in_
 template <typename out_t>
 __global__ void __launch_bounds__(box_policy::column_threads, 1)
     box_columns_kernel(const float* __restrict__ tmp, out_t* __restrict__ out, const window_map m, const int kh,
-                       const float factor, const long long runs, const long long column_blocks) {
-  box_column(tmp, out, m, kh, factor, runs, column_blocks);
+                       const float factor, const divider per_plane, const divider column_blocks) {
+  box_column(tmp, out, m, kh, factor, per_plane, column_blocks);
 }
 
 template <typename in_t, typename out_t>
@@ -161,15 +161,18 @@ void separable_tiles::run(const T* in, T* out, const tile_map& m, float* interme
       }
       // row pass: a block per segment of box_policy::width outputs of an intermediate row
       const long long tiles_x = (m.out_w + box_policy::width - 1) / box_policy::width;
+      const long long runs = (m.out_h + box_policy::column_run - 1) / box_policy::column_run;
+      const long long column_blocks = (m.out_w + box_policy::column_threads - 1) / box_policy::column_threads;
+      for (const long long blocks : {n * tmp_h * tiles_x, n * runs * column_blocks})
+        if (blocks >= (1LL << 31))
+          throw std::invalid_argument("separable_tiles::run: " + std::to_string(blocks) + " blocks in one launch");
       const std::size_t bytes = box_shared_bytes(kw_);
       allow_dynamic_shared(&box_rows_kernel<T>, bytes);
       box_rows_kernel<T><<<(unsigned)(n * tmp_h * tiles_x), box_policy::threads, bytes, stream>>>(
-          src, intermediate, box_args{rows, kw_, box_[k][1], tiles_x, tmp_h * tiles_x});
+          src, intermediate, box_args{rows, kw_, box_[k][1], divider(tiles_x), divider(tmp_h * tiles_x)});
       check_launch("box_rows_kernel");
-      const long long runs = (m.out_h + box_policy::column_run - 1) / box_policy::column_run;
-      const long long column_blocks = (m.out_w + box_policy::column_threads - 1) / box_policy::column_threads;
       box_columns_kernel<T><<<(unsigned)(n * runs * column_blocks), box_policy::column_threads, 0, stream>>>(
-          intermediate, dst, columns, kh_, box_[k][0], runs, column_blocks);
+          intermediate, dst, columns, kh_, box_[k][0], divider(runs * column_blocks), divider(column_blocks));
       check_launch("box_columns_kernel");
     }
   }

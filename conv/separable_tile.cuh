@@ -146,14 +146,14 @@ struct box_args {
   window_map m;  // the row pass's map (kh = 1)
   int kw;
   float factor;
-  long long tiles_x, tiles_per_plane;  // segments of box_policy::width outputs a row; rows x tiles_x
+  divider tiles_x, tiles_per_plane;  // segments of box_policy::width outputs a row; rows x tiles_x
 };
 
-// The block's segment: plane, row (y0) and first output column (x0).
+// The block's segment: plane, row (y0) and first output column (x0) (split_block: a multiply and
+// a shift for each division).
 __device__ GPUCONV_INLINE window_block box_block(const box_args& a) {
-  const long long b = blockIdx.x, plane = b / a.tiles_per_plane, t = b - plane * a.tiles_per_plane;
-  const long long y = t / a.tiles_x;
-  return {plane, y, (t - y * a.tiles_x) * box_policy::width};
+  const block_tile bt = split_block(blockIdx.x, a.tiles_per_plane, a.tiles_x);
+  return {bt.plane, bt.row, (long long)bt.column * box_policy::width};
 }
 
 // The segment's outputs and window values (the last segment of a row is shorter).
@@ -250,10 +250,11 @@ __device__ GPUCONV_INLINE void box_rows_store(float* __restrict__ out, const box
 // instead of this loop's 89: more instructions and no fewer stalls.)
 template <typename out_t>
 __device__ GPUCONV_INLINE void box_column(const float* __restrict__ tmp, out_t* __restrict__ out, const window_map& m,
-                                          int kh, float factor, long long runs, long long column_blocks) {
-  const long long b = blockIdx.x, per_plane = runs * column_blocks, plane = b / per_plane, t = b - plane * per_plane;
-  const long long run = t / column_blocks, cb = t - run * column_blocks;
-  const long long x = cb * box_policy::column_threads + threadIdx.x;
+                                          int kh, float factor, const divider& per_plane,
+                                          const divider& column_blocks) {
+  const block_tile bt = split_block(blockIdx.x, per_plane, column_blocks);  // runs x column_blocks a plane
+  const long long plane = bt.plane, run = bt.row;
+  const long long x = (long long)bt.column * box_policy::column_threads + threadIdx.x;
   if (x >= m.out_w) return;
   const long long y0 = run * box_policy::column_run;
   const long long y1 = y0 + box_policy::column_run < m.out_h ? y0 + box_policy::column_run : m.out_h;

@@ -105,7 +105,7 @@ void emulate_separable(const T* in, T* out, const window_map& m, int kh, int kw,
   const window_map columns{tmp_h, m.out_w, m.out_h, m.out_w, kh - 1, 0, boundary::zero, 0.f, m.planes, 1, 0};
   std::vector<float> tmp(std::size_t(m.planes * tmp_h * m.out_w), NAN);
   const long long tiles_x = (m.out_w + box_policy::width - 1) / box_policy::width;
-  const box_args a{rows, kw, f.row[0], tiles_x, tmp_h * tiles_x};
+  const box_args a{rows, kw, f.row[0], divider(tiles_x), divider(tmp_h * tiles_x)};
   std::vector<double> shared_storage(box_shared_bytes(kw) / 8 + 1);  // 8-byte aligned, as the device's
   float* shared = reinterpret_cast<float*>(shared_storage.data());
   blockDim = {unsigned(box_policy::threads), 1, 1};
@@ -121,9 +121,10 @@ void emulate_separable(const T* in, T* out, const window_map& m, int kh, int kw,
   const long long runs = (m.out_h + box_policy::column_run - 1) / box_policy::column_run;
   const long long column_blocks = (m.out_w + box_policy::column_threads - 1) / box_policy::column_threads;
   blockDim = {unsigned(box_policy::column_threads), 1, 1};
+  const divider per_plane(runs * column_blocks), columns_d(column_blocks);
   for (long long b = 0; b < m.planes * runs * column_blocks; ++b) {
     blockIdx = {unsigned(b), 0, 0};
-    for_threads([&] { box_column(tmp.data(), out, columns, kh, f.column[0], runs, column_blocks); });
+    for_threads([&] { box_column(tmp.data(), out, columns, kh, f.column[0], per_plane, columns_d); });
   }
 }
 
