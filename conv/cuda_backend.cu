@@ -245,7 +245,7 @@ class cuda_backend final : public plan::impl {
     device_buffer<float> d_k(std::size_t(th) * tw);
     for (int k = 0; k < prob.kernels; ++k) {
       const auto tile = prob.kernel_tile(k);
-      GPUCONV_CUDA(cudaMemcpy(d_k.data(), tile.data(), d_k.bytes(), cudaMemcpyHostToDevice));
+      upload(d_k.data(), tile.data(), d_k.bytes());
       fft_->spectrum_transposed(d_k.data(), spectrum_.data() + fft_->spectrum_elements() * k);
       GPUCONV_CUDA(cudaDeviceSynchronize());
     }

@@ -206,7 +206,7 @@ direct_tiles::direct_tiles(const std::vector<float>& kernels, int count, int kh,
   for (int k = 0; k < count; ++k) scales_.push_back(mma_walk_scale(kernels.data() + std::size_t(k) * kh * kw, kh * kw));
   const std::vector<float> padded = padded_taps(kernels.data(), count, kh, kw);
   padded_ = device_buffer<float>(padded.size());
-  GPUCONV_CUDA(cudaMemcpy(padded_.data(), padded.data(), padded_.bytes(), cudaMemcpyHostToDevice));
+  upload(padded_.data(), padded.data(), padded_.bytes());
   if (tensor_cores_ && kh <= mma_walk_policy::max_k && kw <= mma_walk_policy::max_k) {
     const std::size_t table = std::size_t(kh) * 32 * 4;  // words a kernel and shift
     std::vector<std::uint32_t> tables(std::size_t(count) * 4 * table);
@@ -215,7 +215,7 @@ direct_tiles::direct_tiles(const std::vector<float>& kernels, int count, int kh,
         mma_tap_table(padded.data() + std::size_t(k) * kh * round4(kw), kh, kw, sh, scales_[k],
                       tables.data() + (std::size_t(k) * 4 + sh) * table);
     mma_tables_ = device_buffer<std::uint32_t>(tables.size());
-    GPUCONV_CUDA(cudaMemcpy(mma_tables_.data(), tables.data(), mma_tables_.bytes(), cudaMemcpyHostToDevice));
+    upload(mma_tables_.data(), tables.data(), mma_tables_.bytes());
   }
 }
 

@@ -96,7 +96,7 @@ device_buffer<cf> fused_tiles::device_spectra(int tile, const std::vector<float>
   device_buffer<cf> out(per * count);
   for (int k = 0; k < count; ++k) {
     const auto s = spectrum(tile, kernels.data() + std::size_t(k) * kh * kw, kh, kw);
-    GPUCONV_CUDA(cudaMemcpy(out.data() + per * k, s.data(), per * sizeof(cf), cudaMemcpyHostToDevice));
+    upload(out.data() + per * k, s.data(), per * sizeof(cf));
   }
   return out;
 }

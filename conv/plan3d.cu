@@ -126,7 +126,7 @@ class cuda3d_backend final : public plan3d::impl {
       fft::real_3d_plan one(t.tile_d, t.tile_h, t.tile_w, 1);
       const auto k = prob.kernel_tile();
       device_buffer<float> d_k(k.size());
-      GPUCONV_CUDA(cudaMemcpy(d_k.data(), k.data(), d_k.bytes(), cudaMemcpyHostToDevice));
+      upload(d_k.data(), k.data(), d_k.bytes());
       one.forward(d_k.data(), spectrum_.data());
       GPUCONV_CUDA(cudaDeviceSynchronize());
     }

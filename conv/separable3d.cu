@@ -275,7 +275,7 @@ class cuda3d_separable final : public plan3d::impl {
       taps.resize((taps.size() + taps_padding - 1) / taps_padding * taps_padding, 0.f);
     }
     taps_ = device_buffer<float>(taps.size());
-    GPUCONV_CUDA(cudaMemcpy(taps_.data(), taps.data(), taps_.bytes(), cudaMemcpyHostToDevice));
+    upload(taps_.data(), taps.data(), taps_.bytes());
     // the smallest band (one output slice) must fit, in the widest pixel type
     if (band_bytes(1, pixel::f32, true) > cap_)
       throw std::invalid_argument("conv::plan3d: the memory cap (" + std::to_string(cap_) +

@@ -253,7 +253,7 @@ line_fft_passes::pass line_fft_passes::make_pass(const float* factors, int count
   std::vector<cf> spectra(lines.size());
   for (std::size_t i = 0; i < lines.size(); ++i) spectra[i] = {float(lines[i].re / n), float(lines[i].im / n)};
   p.spectra = device_buffer<cf>(spectra.size());
-  GPUCONV_CUDA(cudaMemcpy(p.spectra.data(), spectra.data(), p.spectra.bytes(), cudaMemcpyHostToDevice));
+  upload(p.spectra.data(), spectra.data(), p.spectra.bytes());
   p.table = fft::device_twiddle_table(2 * n);  // block_fft_t's W_{2N}^e
   return p;
 }

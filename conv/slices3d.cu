@@ -447,7 +447,7 @@ slice_tiles3d::slice_tiles3d(const tiling3d& t, const std::vector<float>& kernel
     : tiles_(t), kd_(kd) {
   const auto host = spectrum(t, kernel, kd, kh, kw);
   spectrum_ = device_buffer<cf>(host.size());
-  GPUCONV_CUDA(cudaMemcpy(spectrum_.data(), host.data(), spectrum_.bytes(), cudaMemcpyHostToDevice));
+  upload(spectrum_.data(), host.data(), spectrum_.bytes());
   // block_fft_t's W_{2N}^e, or for a mixed side block_mixed_fft_t's W_{2M}^e then W_n^e
   slice_table_ = fft::device_column_table(t.tile_h);
   depth_table_ = fft::device_column_table(t.tile_d);

@@ -50,6 +50,16 @@ class device_buffer {
   std::size_t count_ = 0;
 };
 
+// Host memory to device memory, arrived when this returns. cudaMemcpy from pageable memory may
+// return once the bytes are staged for the DMA, before they reach the device, and kernels on the
+// non-blocking streams below (cuda_stream) are not ordered after it: a plan's first launch could
+// read its taps or spectra before they arrive (session 63: the tensor-core walk read a 36 KB tap
+// table as zeros, once in a test run). So the copy's stream is synchronized too.
+inline void upload(void* device, const void* host, std::size_t bytes) {
+  GPUCONV_CUDA(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice));
+  GPUCONV_CUDA(cudaStreamSynchronize(0));
+}
+
 // Page-locked host memory (cudaMallocHost), grown on demand (contents dropped on growth).
 class pinned_buffer {
  public:

@@ -8,7 +8,7 @@ namespace gpuconv::fft {
 
 inline device_buffer<complex_t<float>> device_table_of(const std::vector<complex_t<float>>& host) {
   device_buffer<complex_t<float>> table(host.size());
-  GPUCONV_CUDA(cudaMemcpy(table.data(), host.data(), table.bytes(), cudaMemcpyHostToDevice));
+  upload(table.data(), host.data(), table.bytes());
   return table;
 }
 
