@@ -294,6 +294,24 @@ TEST_CASE("GPU direct method's tensor-core walk (uint8): modes x operations x bo
   if (img[0] == 1) check_method<std::uint8_t>(direct, 1200, 1300, 6, 1, 5, 5, o);
 }
 
+// A plan's first launch reads what its constructor uploaded (fft/device/buffer.hpp, upload): the
+// tensor-core walk's tap table is 18 KB a 9 x 9 kernel, and a plan of a large bank launches right
+// after its upload. Session 63 saw the walk read a 36 KB table as zeros once in four runs of the
+// case below (a bank of two 9 x 3 kernels) while `cudaMemcpy` alone did the upload; this repeats
+// plan after plan with banks of 2 to 8 (36 to 147 KB of tables).
+TEST_CASE("GPU plans' first launch reads their uploads: uint8 banks on the tensor-core walk, plan after plan",
+          "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  const auto direct = cuda_forced(cuda_path::direct);
+  options o;
+  o.border = boundary::reflect;
+  for (int round = 0; round < 8; ++round) {
+    INFO("round " << round);
+    check_method<std::uint8_t>(direct, 90, 700, 1, 2, 9, 3, o);
+    check_method<std::uint8_t>(direct, 130, 512, 1, 8, 9, 9, o);
+  }
+}
+
 TEST_CASE("GPU direct and separable: every unrolled size, banks, batches, odd sizes, long kernels", "[conv][gpu]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
   options o;
