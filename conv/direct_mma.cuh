@@ -18,7 +18,8 @@
 //   T_ky(q, n) = k(kh-1-ky, kw-1-u) for u = q - n - sh in [0, kw), else 0   (q < 16, n < 8),
 // which needs n + sh + kw - 1 <= 15 for n = 7: kw + sh <= 9. A is the 16 x 16 window block at
 // (a0 + ky, n0) as stored (row-major, an ldmatrix.x4), T_ky the B operand (col-major, one
-// fragment a lane for every n-tile: the tap table below, built once a block in shared memory).
+// fragment a lane for every n-tile: the tap table below, built on the host once a kernel and
+// copied into shared memory by each block).
 #pragma once
 #include <cmath>
 #include <cstdint>
