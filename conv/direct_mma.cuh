@@ -58,6 +58,13 @@ struct mma_walk_shape {
   static constexpr int out_stride = tile_w + 16;    // bytes a staged output row (16-byte rows,
                                                     // each of 8 rows on its own banks)
   static constexpr int max_k = 9;
+  // the window's loads (mma_load_edge and the kernel's interior path): rows of `groups` 4-byte
+  // groups; warp w takes rows w + warps i (row_steps of them), lane l group l, and the `extra`
+  // groups past 32 a row go one a thread
+  static constexpr int warps = threads / 32, groups = window_w / 4, extra = groups - 32;
+  static constexpr int row_steps = (tile_h + max_k - 1 + warps - 1) / warps;
+  static_assert(window_w == 4 * groups && extra > 0 && extra * (tile_h + max_k - 1) <= threads,
+                "whole groups, 32 and at most one more a thread");
 };
 using mma_walk_policy = mma_walk_shape<8>;
 
@@ -99,7 +106,7 @@ inline float half_value(std::uint16_t h) {
 // memory. (Built by every block from the padded taps it was 3-6% of the walk's instructions: ncu,
 // session 60.)
 inline void mma_tap_table(const float* padded, int kh, int kw, int sh, float scale, std::uint32_t* out) {
-  const int kw4 = (kw + 3) / 4 * 4;
+  const int kw4 = round4(kw);
   for (int ky = 0; ky < kh; ++ky)
     for (int l = 0; l < 32; ++l) {
       const int g = l >> 2, t4 = l & 3;
@@ -147,8 +154,7 @@ __device__ GPUCONV_INLINE uint2 bytes_to_halves(unsigned w) {
 template <typename P>
 __device__ GPUCONV_INLINE void mma_load_edge(const std::uint8_t* src, const window_map& m, long long y_first,
                                              long long x_first, int rows, int tid, __half* window) {
-  constexpr int groups = P::window_w / 4, warps = P::threads / 32, extra = groups - 32, batch = 3;
-  static_assert(extra > 0 && extra * (P::tile_h + P::max_k - 1) <= P::threads, "an extra group a thread at most");
+  constexpr int groups = P::groups, warps = P::warps, extra = P::extra, batch = 3;
   const int lane = tid & 31, warp = tid >> 5, width = (int)m.width, height = (int)m.height;
   const unsigned outside = m.border == boundary::constant ? unsigned(m.constant_value) : 0u;
   unsigned off[4], image = 0;  // byte e of the lane's group: its image column, and bit e whether it has one
@@ -218,10 +224,7 @@ __global__ void __launch_bounds__(P::threads, GPUCONV_MMA_MIN_BLOCKS * 256 / P::
   // the image's edges: mma_load_edge, in the same layout. (Units tid + threads k took a division
   // by the groups a row and a 64-bit multiply a word: 18-22% of the walk's instructions, ncu,
   // session 60.)
-  constexpr int groups = P::window_w / 4, warps = P::threads / 32, extra = groups - 32;
-  static_assert(P::window_w == 4 * groups && extra > 0 && extra * (P::tile_h + P::max_k - 1) <= P::threads,
-                "whole groups, 32 and at most one more a thread");
-  constexpr int row_steps = (P::tile_h + P::max_k - 1 + warps - 1) / warps;
+  constexpr int groups = P::groups, warps = P::warps, extra = P::extra, row_steps = P::row_steps;
   const int rows = P::tile_h + a.kh - 1;
   const long long y_first = y0 + m.oy - (a.kh - 1), x_first = x0 + m.ox - (a.kw - 1) - a.sh;
   const std::uint8_t* src = in + (long long)bt.plane * m.height * m.width;
