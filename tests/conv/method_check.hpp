@@ -5,7 +5,8 @@
 // kh + kw float products, ~K * 6e-8 relative; 2e-5 for the CPU FFT, 4 x its bound on 128^2
 // tiles), each output's scale being at least ||k||_2 rms(x) as in test_conv_plan.cpp.
 // uint8/uint16: the reference rounded half to even and saturated, except pixels within that
-// tolerance of the scale of a half step, which may round either way; where the CPU's separable
+// tolerance of the scale of a half step, which may round either way (and past the type's range by
+// more than it, exactly saturated, however large the kernel's taps); where the CPU's separable
 // method runs uint8 in fixed point (conv/separable_vnni.hpp), within its error bound too.
 #pragma once
 #include <catch2/catch_test_macros.hpp>
@@ -152,7 +153,9 @@ void check_method(const forced_method& method, long long h, long long w, int pla
           const double bound = fixed.empty() ? 0.0 : fixed[std::size_t(k)].error_bound;
           const double allowance = tolerance * s + 1e-3 + bound, frac = want - std::floor(want);
           INFO("kernel " << k << ", plane " << q << ", pixel " << i << ": got " << got << ", reference " << want);
-          if (std::abs(frac - 0.5) > allowance) REQUIRE(got == expect);
+          if (want - allowance > hi + 0.5) REQUIRE(got == hi);  // saturated beyond any rounding
+          else if (want + allowance < -0.5) REQUIRE(got == 0);
+          else if (std::abs(frac - 0.5) > allowance) REQUIRE(got == expect);
           else REQUIRE(std::abs(got - std::min(hi, std::max(0.0, want))) <= 0.5 + allowance);
         } else {
           num += (got - want) * (got - want);
