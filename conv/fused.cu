@@ -93,11 +93,16 @@ fused_tiles::fused_tiles(int tile, const std::vector<float>& kernels, int count,
 
 device_buffer<cf> fused_tiles::device_spectra(int tile, const std::vector<float>& kernels, int count, int kh, int kw) {
   const std::size_t per = std::size_t(tile) * tile;
-  device_buffer<cf> out(per * count);
+  // every kernel's spectrum into one host array, then one upload (and one wait) for the bank, not one a kernel
+  std::vector<cf> host(per * count);
   for (int k = 0; k < count; ++k) {
     const auto s = spectrum(tile, kernels.data() + std::size_t(k) * kh * kw, kh, kw);
-    upload(out.data() + per * k, s.data(), per * sizeof(cf));
+    if (s.size() != per)
+      throw std::logic_error("fused_tiles: a spectrum of " + std::to_string(s.size()) + " values, not " + std::to_string(per));
+    std::copy(s.begin(), s.end(), host.begin() + per * k);
   }
+  device_buffer<cf> out(per * count);
+  upload(out.data(), host.data(), host.size() * sizeof(cf));
   return out;
 }
 
