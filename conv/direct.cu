@@ -144,11 +144,15 @@ bool mma_walk_applies(int kh, int kw, const window_map& m) {
 
 float mma_walk_scale(const float* taps, int n) {
   float largest = 0.f;
-  for (int i = 0; i < n; ++i) largest = std::max(largest, std::fabs(taps[i]));
-  if (!(largest > 0.f)) return 1.f;
+  for (int i = 0; i < n; ++i) {
+    if (!std::isfinite(taps[i])) return 0.f;
+    largest = std::max(largest, std::fabs(taps[i]));
+  }
+  if (largest == 0.f) return 1.f;
+  if (largest >= 1048576.f) return 0.f;  // 2^20
   int e = 0;
   std::frexp(largest, &e);  // largest in [2^(e-1), 2^e)
-  return std::ldexp(1.f, std::min(11 - e, 126));
+  return std::clamp(std::ldexp(1.f, std::clamp(11 - e, -30, 30)), mma_walk_min_scale, mma_walk_max_scale);
 }
 
 void force_window_rows(int rows) {
@@ -227,7 +231,8 @@ void direct_tiles::run(const in_t* in, out_t* out, const window_map& m, int kern
     throw std::invalid_argument("direct_tiles::run: kernel " + std::to_string(kernel) + " of a bank of " +
                                 std::to_string(count_));
   if constexpr (std::is_same_v<in_t, std::uint8_t> && std::is_same_v<out_t, std::uint8_t>) {
-    if (tensor_cores_ && mma_walk_applies(kh_, kw_, m)) return run_mma(in, out, m, kernel, stream);
+    if (tensor_cores_ && scales_[kernel] > 0.f && mma_walk_applies(kh_, kw_, m))
+      return run_mma(in, out, m, kernel, stream);
   }
   // the separable path's passes between pixel types keep 8 rows a thread (fewer instantiations)
   const int rows = std::is_same_v<in_t, out_t> ? window_rows_for(m.out_h, m.out_w, kh_, kw_, m.planes, sms_)
@@ -272,6 +277,11 @@ void direct_tiles::run(const in_t* in, out_t* out, const window_map& m, int kern
   walks(std::integral_constant<int, window_policy::rows_per_thread>{});
 }
 
+namespace {
+// a float as the fp16 pair (v, v) (exact for the powers of two of the walk's window factor)
+unsigned window_pair(float v) { return unsigned(half_bits(v)) * 0x10001u; }
+}  // namespace
+
 void direct_tiles::run_mma(const std::uint8_t* in, std::uint8_t* out, const window_map& m, int kernel,
                            cudaStream_t stream) const {
   using P = mma_walk_policy;
@@ -286,7 +296,8 @@ void direct_tiles::run_mma(const std::uint8_t* in, std::uint8_t* out, const wind
                   kw_,
                   sh,
                   reinterpret_cast<const uint4*>(mma_tables_.data() + (std::size_t(kernel) * 4 + sh) * kh_ * 32 * 4),
-                  1.f / scales_[kernel],
+                  window_pair(1.f / scales_[kernel]),
+                  window_pair(-1024.f / scales_[kernel]),
                   divider(tiles_x),
                   divider(tiles_y * tiles_x),
                   m.out_w % 16 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0,

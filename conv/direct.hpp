@@ -106,9 +106,14 @@ constexpr long long mma_walk_min_taps = 16;
 bool mma_walk_fits(int kh, int kw, int ox);
 bool mma_walk_applies(int kh, int kw, const window_map& m);
 void force_mma_walk(int mode);
-// The power of two s that puts the largest |tap| times s in [2^10, 2^11) (1 for a kernel of zeros;
-// at most 2^126 for taps below 2^-115, which then round to 0 as they would in fp32 sums).
+// The tensor-core walk's tap scale: the power of two s that puts the largest |tap| times s in
+// [2^10, 2^11), clamped to [2^-5, 2^14] (the window holds pixels times 1 / s, normal halves
+// exactly); 1 for a kernel of zeros; 0 where the walk cannot take the kernel (a tap of 2^20 or
+// more would pass the largest half, 65504, scaled by 2^-5; or a tap not finite). Clamped at
+// 2^14, each tap's split into two halves is off by at most 2^-25 / 2^14 = 2^-39 (a subnormal
+// low half) or 2^-22 of the tap: over 81 taps of pixels up to 255 that is below 2^-25 levels.
 float mma_walk_scale(const float* taps, int n);
+constexpr float mma_walk_min_scale = 1.f / 32, mma_walk_max_scale = 16384.f;
 
 // A row of kw taps padded to whole float4s (the generic and row walks' padded taps).
 constexpr int round4(int v) { return (v + 3) / 4 * 4; }

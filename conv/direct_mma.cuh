@@ -2,10 +2,12 @@
 // kernels up to 9 x 9; direct.hpp mma_walk_applies). Every pixel value 0..255 is exact in fp16,
 // so the sums can run as half-precision matrix products with fp32 accumulation
 // (mma.sync m16n8k16, sm_80 and later) if each tap is split into two halves, hi = fp16(w s) and
-// lo = fp16(w s - hi) with s a power of two that puts the largest |tap| in [2^10, 2^11): the
-// products are exact, hi + lo carries ~22 bits of each tap, and the sums are fp32 as on the
-// SIMT walks. Two products a tap row instead of one FMA a tap: a 16 x 8 block of outputs takes
-// 2 kh matrix products and kh 16 x 16 loads of the window (ldmatrix), against 128 kh kw FMAs.
+// lo = fp16(w s - hi) with s a power of two (mma_walk_scale) that puts the largest |tap| in
+// [2^10, 2^11) where it can: the products are exact, hi + lo carries ~22 bits of each tap, and
+// the sums are fp32 as on the SIMT walks. The window holds each pixel times 1 / s (exact: s is
+// clamped to [2^-5, 2^14], so that p / s is a normal half or 0), so the sums come out unscaled.
+// Two products a tap row instead of one FMA a tap: a 16 x 8 block of outputs takes 2 kh matrix
+// products and kh 16 x 16 loads of the window (ldmatrix), against 128 kh kw FMAs.
 //
 // The product. A block of 256 threads computes a tile of 64 rows x 128 columns of one plane;
 // warp w takes rows 16 (w mod 4) .. + 15 and columns 64 (w / 4) .. + 63, as 8 tiles of 16 x 8.
@@ -129,18 +131,21 @@ struct mma_walk_args {
   window_map m;
   int kh, kw, sh;
   const uint4* table;  // the tap table for this kernel and sh (mma_tap_table), kh x 32 entries
-  float inverse_scale;
+  unsigned window_scale, window_bias;  // bytes_to_halves: f = 1 / the taps' scale, and -1024 f (fp16 pairs)
   divider tiles_x, tiles_per_plane;
   bool vector_store;  // 16-byte output rows: out_w % 16 == 0 and the output 16-byte aligned
   bool word_loads;    // 4-byte input words: width % 4 == 0 and the input 4-byte aligned
 };
 
-// Four bytes (little end first) as four halves, exactly: 0x6400 | b is the half 1024 + b.
-__device__ GPUCONV_INLINE uint2 bytes_to_halves(unsigned w) {
+// Four bytes (little end first) as four halves times the window's factor f (a power of two in
+// [2^-14, 2^5], as the pair f, f in `scale` and -1024 f, -1024 f in `bias`): 0x6400 | b is the
+// half 1024 + b, and one fused multiply-add gives (1024 + b) f - 1024 f = b f, a normal half (or
+// 0), exactly.
+__device__ GPUCONV_INLINE uint2 bytes_to_halves(unsigned w, unsigned scale, unsigned bias) {
   const unsigned lo = __byte_perm(w, 0x64646464u, 0x4140), hi = __byte_perm(w, 0x64646464u, 0x4342);
-  const __half2 bias = __float2half2_rn(1024.f);
-  const __half2 a = __hsub2(*reinterpret_cast<const __half2*>(&lo), bias);
-  const __half2 b = __hsub2(*reinterpret_cast<const __half2*>(&hi), bias);
+  const __half2 f = *reinterpret_cast<const __half2*>(&scale), c = *reinterpret_cast<const __half2*>(&bias);
+  const __half2 a = __hfma2(*reinterpret_cast<const __half2*>(&lo), f, c);
+  const __half2 b = __hfma2(*reinterpret_cast<const __half2*>(&hi), f, c);
   return {*reinterpret_cast<const unsigned*>(&a), *reinterpret_cast<const unsigned*>(&b)};
 }
 
@@ -153,7 +158,8 @@ __device__ GPUCONV_INLINE uint2 bytes_to_halves(unsigned w) {
 // instructions from the 9% of its blocks on an edge: ncu, session 60.)
 template <typename P>
 __device__ GPUCONV_INLINE void mma_load_edge(const std::uint8_t* src, const window_map& m, long long y_first,
-                                             long long x_first, int rows, int tid, __half* window) {
+                                             long long x_first, int rows, int tid, unsigned scale, unsigned bias,
+                                             __half* window) {
   constexpr int groups = P::groups, warps = P::warps, extra = P::extra, batch = 3;
   const int lane = tid & 31, warp = tid >> 5, width = (int)m.width, height = (int)m.height;
   const unsigned outside = m.border == boundary::constant ? unsigned(m.constant_value) : 0u;
@@ -180,7 +186,7 @@ __device__ GPUCONV_INLINE void mma_load_edge(const std::uint8_t* src, const wind
     for (int q = 0; q < batch; ++q) {
       const int r = r0 + q * warps;
       if (r >= rows) break;
-      *reinterpret_cast<uint2*>(window + 4 * (r * groups + lane)) = bytes_to_halves(w[q]);
+      *reinterpret_cast<uint2*>(window + 4 * (r * groups + lane)) = bytes_to_halves(w[q], scale, bias);
     }
   }
   if (tid < extra * rows) {
@@ -193,7 +199,7 @@ __device__ GPUCONV_INLINE void mma_load_edge(const std::uint8_t* src, const wind
       const int x = border_index(x_first + 4 * gi + e, width, m.border);
       word |= (y >= 0 && x >= 0 ? unsigned(row[x]) : outside) << (8 * e);
     }
-    *reinterpret_cast<uint2*>(window + 4 * (r * groups + gi)) = bytes_to_halves(word);
+    *reinterpret_cast<uint2*>(window + 4 * (r * groups + gi)) = bytes_to_halves(word, scale, bias);
   }
 }
 
@@ -245,11 +251,11 @@ __global__ void __launch_bounds__(P::threads, GPUCONV_MMA_MIN_BLOCKS * 256 / P::
 #pragma unroll
     for (int i = 0; i < row_steps; ++i) {
       const int r = warp + warps * i;
-      if (i < P::tile_h / warps || r < rows) *reinterpret_cast<uint2*>(window + 4 * (r * groups + lane)) = bytes_to_halves(v[i]);
+      if (i < P::tile_h / warps || r < rows) *reinterpret_cast<uint2*>(window + 4 * (r * groups + lane)) = bytes_to_halves(v[i], a.window_scale, a.window_bias);
     }
-    if (has_extra) *reinterpret_cast<uint2*>(window + 4 * (re * groups + ge)) = bytes_to_halves(ve);
+    if (has_extra) *reinterpret_cast<uint2*>(window + 4 * (re * groups + ge)) = bytes_to_halves(ve, a.window_scale, a.window_bias);
   } else {
-    mma_load_edge<P>(src, m, y_first, x_first, rows, tid, window);
+    mma_load_edge<P>(src, m, y_first, x_first, rows, tid, a.window_scale, a.window_bias, window);
   }
   __syncthreads();
 
@@ -295,7 +301,7 @@ __global__ void __launch_bounds__(P::threads, GPUCONV_MMA_MIN_BLOCKS * 256 / P::
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       *reinterpret_cast<unsigned short*>(staged + (16 * wm + g + 8 * h) * P::out_stride + col) =
-          (unsigned short)pack_u8x2(acc[j][2 * h] * a.inverse_scale, acc[j][2 * h + 1] * a.inverse_scale);
+          (unsigned short)pack_u8x2(acc[j][2 * h], acc[j][2 * h + 1]);
     }
   }
   __syncthreads();

@@ -53,6 +53,7 @@ struct forced_method {
   double tolerance = 1e-5;
   bool box = false;    // box kernels (every value of a kernel equal; kernel q of a bank (q + 1) / (kh kw))
   int tile = 0;        // plan_options::tile (0: the plan's choice)
+  float magnitude = 1.f;  // the kernels' values times this (random ones are in [-1, 1])
   std::string name() const {
     return (device == backend::cpu ? std::string("cpu ") + to_string(cpu) : std::string("cuda ") + to_string(cuda)) +
            (box ? " (box kernels)" : "");
@@ -86,7 +87,8 @@ void check_method(const forced_method& method, long long h, long long w, int pla
   const auto seed = fresh_seed();
   INFO("method " << method.name() << ", type bytes " << sizeof(T) << (std::is_same_v<T, float> ? " (float)" : "")
                  << ", image " << h << "x" << w << "x" << planes << ", bank " << count << " of " << kh << "x" << kw
-                 << ", mode " << int(o.mode) << ", op " << int(o.op) << ", border " << int(o.border) << ", seed " << seed);
+                 << ", mode " << int(o.mode) << ", op " << int(o.op) << ", border " << int(o.border) << ", seed " << seed
+                 << ", taps times " << method.magnitude);
   constexpr bool narrow = !std::is_same_v<T, float>;
   const double hi = std::is_same_v<T, std::uint8_t> ? 255 : 65535;
   const auto noise = random_reals<float>(std::size_t(h * w * planes), seed);
@@ -100,6 +102,7 @@ void check_method(const forced_method& method, long long h, long long w, int pla
   std::vector<float> ks = make_kernels(count, kh, kw, method.rank1, seed + 5);
   if (method.box)
     for (std::size_t i = 0; i < ks.size(); ++i) ks[i] = float(i / (std::size_t(kh) * kw) + 1) / float(kh * kw);
+  for (auto& v : ks) v *= method.magnitude;
   plan_options po;
   po.semantics = o;
   if (narrow) po.semantics.constant_value = float(hi * 0.3) + 0.4f;  // rounded to the type, as OpenCV does

@@ -291,7 +291,23 @@ TEST_CASE("GPU direct method's tensor-core walk (uint8): modes x operations x bo
   check_method<std::uint8_t>(direct, 129, 1030, 2, 1, 5, 3, o);  // rows not on 4-byte words
   // more 64 x 128 tiles (19 x 11 a plane, 1254 in all) than blocks resident at once on an H100 or
   // an H200 (4 an SM): a grid that takes several tiles a block takes them here (once)
-  if (img[0] == 1) check_method<std::uint8_t>(direct, 1200, 1300, 6, 1, 5, 5, o);
+  if (img[0] != 1) return;
+  check_method<std::uint8_t>(direct, 1200, 1300, 6, 1, 5, 5, o);
+  // taps of every size (mma_walk_scale): boxes of 1 / 25 and 1 / 81 and taps up to 1e-2 and 1e-4
+  // (the scale clamped at 2^14, the window's pixels times 2^-14), 5e5 (clamped at 2^-5, pixels
+  // times 32), 1e7 (past 2^20: the SIMT walk); the outputs of the last two saturate beyond any
+  // rounding (checked exactly), so a scaled tap past the largest half (an infinite product, NaN
+  // at a pixel of 0) would show
+  auto box = direct;
+  box.box = true;
+  check_method<std::uint8_t>(box, 130, 1024, 1, 2, 5, 5, o);
+  check_method<std::uint8_t>(box, 131, 301, 2, 1, 9, 9, o);
+  for (const float magnitude : {1e-2f, 1e-4f, 5e5f, 1e7f}) {
+    auto scaled = direct;
+    scaled.magnitude = magnitude;
+    check_method<std::uint8_t>(scaled, 130, 1024, 1, 2, 9, 9, o);
+    check_method<std::uint8_t>(scaled, 70, 150, 2, 1, 5, 5, o);
+  }
 }
 
 // A plan's first launch reads what its constructor uploaded (fft/device/buffer.hpp, upload): the
@@ -581,7 +597,45 @@ TEST_CASE("CUDA direct path: the tensor-core walk's tap table sums every tap onc
   CHECK(mma_walk_scale(std::vector<float>{0.3f, -0.7f}.data(), 2) == 2048.f);  // 0.7 * 2^11 in [2^10, 2^11)
   CHECK(mma_walk_scale(std::vector<float>{1024.f}.data(), 1) == 1.f);
   CHECK(mma_walk_scale(std::vector<float>{0.f, 0.f}.data(), 2) == 1.f);
-  CHECK(mma_walk_scale(std::vector<float>{1e-38f}.data(), 1) == std::ldexp(1.f, 126));  // finite
+  // clamped to [2^-5, 2^14] (the window's factor 1 / s keeps every pixel a normal half); 0 (not
+  // on the walk) for a tap of 2^20 or more, or one not finite
+  CHECK(mma_walk_scale(std::vector<float>{1e-38f}.data(), 1) == 16384.f);
+  CHECK(mma_walk_scale(std::vector<float>{1.f / 81}.data(), 1) == 16384.f);     // 2^17 clamped
+  CHECK(mma_walk_scale(std::vector<float>{0.07f}.data(), 1) == 16384.f);        // [2^-4, 2^-3): 2^14
+  CHECK(mma_walk_scale(std::vector<float>{0.05f}.data(), 1) == 16384.f);        // 2^15 clamped
+  CHECK(mma_walk_scale(std::vector<float>{40000.f}.data(), 1) == 1.f / 32);     // 2^-5
+  CHECK(mma_walk_scale(std::vector<float>{1048575.f}.data(), 1) == 1.f / 32);   // 2^-9 clamped
+  CHECK(mma_walk_scale(std::vector<float>{1048576.f}.data(), 1) == 0.f);
+  CHECK(mma_walk_scale(std::vector<float>{1.f, -INFINITY}.data(), 2) == 0.f);
+  CHECK(mma_walk_scale(std::vector<float>{NAN, 1.f}.data(), 2) == 0.f);
+}
+
+// The tensor-core walk's window (bytes_to_halves): each pixel p as the half 1024 + p (0x6400 | p),
+// then one fused multiply-add by f = 1 / s and -1024 f. For every scale mma_walk_scale gives,
+// -1024 f is a half, and the result (the exact value rounded once to a half) is p f exactly, a
+// normal half for p >= 1: so the walk's sums are the taps times the pixels, unscaled.
+TEST_CASE("CUDA direct path: the tensor-core walk's window holds each pixel over the scale exactly", "[conv]") {
+  for (float scale = mma_walk_min_scale; scale <= mma_walk_max_scale; scale *= 2) {
+    const float f = 1.f / scale, bias = -1024.f * f;
+    INFO("scale " << scale);
+    CHECK(half_value(half_bits(bias)) == bias);
+    CHECK(half_value(half_bits(f)) == f);
+    bool exact = true, normal = true;
+    for (int p = 0; p < 256; ++p) {
+      const float magic = half_value(std::uint16_t(0x6400 | p));
+      exact = exact && magic == 1024.f + p;
+      const double fused = double(magic) * f + bias;  // exact in double
+      const std::uint16_t h = half_bits(float(fused));
+      exact = exact && half_value(h) == float(p) * f;
+      normal = normal && (p == 0 ? h == 0 : (h & 0x7c00) != 0);
+    }
+    CHECK(exact);
+    CHECK(normal);
+  }
+  // and outside the clamp it would not be: 2^15 makes pixel 1 a subnormal, 2^-6 makes -1024 f
+  // (-65536) pass the largest half
+  CHECK((half_bits(std::ldexp(1.f, -15)) & 0x7c00) == 0);
+  CHECK(half_bits(-1024.f * 64) == 0xfc00);
 }
 
 // The tap table as the host builds it (mma_tap_table, uploaded once a kernel and shift): fp16 by
@@ -607,16 +661,24 @@ TEST_CASE("CUDA direct path: the tensor-core walk's tap table in two fp16 halves
 
   std::vector<float> window(24 * 24);
   for (std::size_t i = 0; i < window.size(); ++i) window[i] = float((i * 37 + 11) % 256);
+  // taps of every size: ~0.1 (scale 2^13), below 2^-4 (scale clamped at 2^14, low halves
+  // subnormal), large (2^-3), past 2^15 (clamped at 2^-5), and past 2^20 (not on the walk)
+  for (const float magnitude : {1.f, 1.f / 64, 1e-5f, 65536.f, 1048576.f, 16777216.f})
   for (int kh = 1; kh <= 9; ++kh)
     for (int kw = 1; kw <= 9; ++kw)
       for (int sh = 0; sh + kw <= 9 && sh < 4; ++sh) {
         std::vector<float> k(std::size_t(kh) * kw);
-        for (std::size_t i = 0; i < k.size(); ++i) k[i] = (float(int((i * 7919) % 23) - 11) + 0.3f) / (kh * kw + 7.f);
+        for (std::size_t i = 0; i < k.size(); ++i)
+          k[i] = magnitude * (float(int((i * 7919) % 23) - 11) + 0.3f) / (kh * kw + 7.f);
         const std::vector<float> padded = padded_taps(k.data(), 1, kh, kw);
         const float scale = mma_walk_scale(k.data(), kh * kw);
+        INFO(kh << " x " << kw << ", shift " << sh << ", taps times " << magnitude << ", scale " << scale);
+        float largest = 0.f;
+        for (const float v : k) largest = std::max(largest, std::fabs(v));
+        CHECK((scale == 0.f) == (largest >= 1048576.f));
+        if (scale == 0.f) continue;
         std::vector<std::uint32_t> table(std::size_t(kh) * 32 * 4, 0xdeadbeefu);
         mma_tap_table(padded.data(), kh, kw, sh, scale, table.data());
-        INFO(kh << " x " << kw << ", shift " << sh);
         std::vector<double> b(std::size_t(kh) * 16 * 8);  // T_ky(q, n) as hi + lo
         bool split = true;
         for (int ky = 0; ky < kh; ++ky)
@@ -643,7 +705,8 @@ TEST_CASE("CUDA direct path: the tensor-core walk's tap table in two fp16 halves
                 direct += t;
                 size += std::fabs(t);
               }
-            worst = std::max(worst, std::fabs(tiled / scale - direct) / size);
+            // relative, or (tiny taps, scale clamped) 2^-24 of a level
+            worst = std::max(worst, std::fabs(tiled / scale - direct) / (size + std::ldexp(1e6, -24)));
           }
         CHECK(worst <= 1e-6);
       }
