@@ -152,7 +152,7 @@ float mma_walk_scale(const float* taps, int n) {
   if (largest >= 1048576.f) return 0.f;  // 2^20
   int e = 0;
   std::frexp(largest, &e);  // largest in [2^(e-1), 2^e)
-  return std::clamp(std::ldexp(1.f, std::clamp(11 - e, -30, 30)), mma_walk_min_scale, mma_walk_max_scale);
+  return std::clamp(std::ldexp(1.f, 11 - e), mma_walk_min_scale, mma_walk_max_scale);  // (inf for tiny taps: clamped)
 }
 
 void force_window_rows(int rows) {
