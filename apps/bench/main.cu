@@ -16,7 +16,7 @@ void usage() {
                "       gpuconv-bench conv [--reps R] [--warmup W] [--sizes k1,k2,...] [--tile T] [--csv FILE]\n"
                "       gpuconv-bench host [--reps R] [--warmup W] [--csv FILE]\n"
                "       gpuconv-bench host3d [--reps R] [--warmup W] [--csv FILE]\n"
-               "       gpuconv-bench sweep [--reps R] [--warmup W] [--sizes k1,k2,...] [--shapes PxHxW,...] [--tile T] [--csv FILE]\n"
+               "       gpuconv-bench sweep [--reps R] [--warmup W] [--sizes k1,k2,...] [--shapes PxHxW,...] [--tile T] [--boundary B] [--csv FILE]\n"
                "       gpuconv-bench fft3d [--reps R] [--warmup W] [--sizes 128,256,512,1024] [--passes] [--csv FILE]\n"
                "       gpuconv-bench conv3d [--reps R] [--warmup W] [--sizes 15,31,63,1024] [--tile T] [--csv FILE]\n"
                "       gpuconv-bench deconvolve [--iterations N] [--psf gaussian|general] [--reps R] [--warmup W] [--csv FILE] [--dump DIR]\n"
@@ -32,7 +32,8 @@ void usage() {
                "         choice, K = 1..255 (--sizes selects), dense and rank-1 kernels, on 1x4096^2, 64x256^2,\n"
                "         1024x64^2 and 3x3000x4000 (12 MP RGB planes; --shapes selects, e.g. 64x256x256): the crossover\n"
                "         table; rank-1 kernels also time the separable passes by FMA and by FFT each; --tile forces the\n"
-               "         fused and three-pass paths' tile (the automatic choice stays free)\n"
+               "         fused and three-pass paths' tile (the automatic choice stays free); --boundary B sets the rule\n"
+               "         (zero, constant, replicate, reflect, reflect101 (the default), wrap)\n"
                "  fft3d  3D R2C/C2R of 128^3, 256^3, 512^3 and 256x1024x1024 (1024) against cuFFT 3D\n"
                "         (--passes: also each pass of the forward transform alone, the strided ones in several shapes)\n"
                "  conv3d 'same' volume convolution of 128x512x512 with K^3 PSFs against a cuFFT 3D pipeline,\n"
@@ -68,6 +69,7 @@ int main(int argc, char** argv) {
       else if (a == "--dump") opt.dump = value();
       else if (a == "--psf") opt.psf = value();
       else if (a == "--passes") opt.passes = true;
+      else if (a == "--boundary") opt.boundary = value();
       else if (a == "--shapes") {
         std::stringstream ss(value());
         for (std::string s; std::getline(ss, s, ',');) opt.shapes.push_back(s);
@@ -81,6 +83,10 @@ int main(int argc, char** argv) {
     if (opt.reps < 1 || opt.warmup < 0) throw std::invalid_argument("--reps must be >= 1 and --warmup >= 0");
     if (opt.tile < 0) throw std::invalid_argument("--tile must be >= 0");
     if (opt.iterations < 1) throw std::invalid_argument("--iterations must be >= 1");
+    if (opt.boundary != "zero" && opt.boundary != "constant" && opt.boundary != "replicate" && opt.boundary != "reflect" &&
+        opt.boundary != "reflect101" && opt.boundary != "wrap")
+      throw std::invalid_argument("--boundary '" + opt.boundary +
+                                  "' is not zero, constant, replicate, reflect, reflect101 or wrap");
     if (opt.psf != "gaussian" && opt.psf != "general")
       throw std::invalid_argument("--psf '" + opt.psf + "' is not gaussian or general");
     if (!gpuconv::cuda_device_available()) {

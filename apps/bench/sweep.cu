@@ -2,7 +2,7 @@
 // and even) and several image shapes, every method forced in turn (direct, separable, fused,
 // three-pass, multi-pass; '-' where it cannot hold the kernel) and the automatic choice (the
 // cost model, method.hpp), each timed as execute_device on fp32 'same' with the default
-// boundary; the choice's time over the best method's, flagged past 1.10 (the target: never
+// boundary (--boundary B another: zero, constant (0.25), replicate, reflect, wrap); the choice's time over the best method's, flagged past 1.10 (the target: never
 // more than 10% slower). Two kernels per size: a dense random one (separable does not apply)
 // and a rank-1 one (outer product of two random vectors); on 4096^2 also the named kernels users
 // call most (gaussian:2, gaussian:20 = 161 x 161, box:15, box:255). Rank-1 kernels also time the
@@ -96,9 +96,15 @@ int run_sweep(const options& opt) {
   GPUCONV_CUDA(cudaGetDeviceProperties(&prop, 0));
   const char* gpu = prop.name;
   const double copy_gbs = copy_bandwidth_gbs(std::size_t(1) << 30, opt.reps, stream);
-  std::printf("gpuconv-bench sweep on %s; fp32 'same', reflect101, execute_device, median of %d runs after %d warm-up;\n"
+  std::printf("gpuconv-bench sweep on %s; fp32 'same', %s, execute_device, median of %d runs after %d warm-up;\n"
               "measured copy bandwidth (read + write): %.0f GB/s (byte floor %.0f Gpix/s)\n\n",
-              gpu, opt.reps, opt.warmup, copy_gbs, copy_gbs / 8);
+              gpu, opt.boundary.c_str(), opt.reps, opt.warmup, copy_gbs, copy_gbs / 8);
+  const conv::boundary border = opt.boundary == "zero"         ? conv::boundary::zero
+                                : opt.boundary == "constant"   ? conv::boundary::constant
+                                : opt.boundary == "replicate"  ? conv::boundary::replicate
+                                : opt.boundary == "reflect"    ? conv::boundary::reflect
+                                : opt.boundary == "wrap"       ? conv::boundary::wrap
+                                                               : conv::boundary::reflect101;
   std::vector<int> sizes = opt.sizes;
   if (sizes.empty())
     sizes = {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 15, 16, 19, 23, 27, 31, 32, 41, 51, 63, 64, 81, 101, 127, 128, 161, 191, 255};
@@ -134,6 +140,8 @@ int run_sweep(const options& opt) {
     };
     conv::plan_options po;
     po.device = conv::backend::cuda;
+    po.semantics.border = border;
+    if (border == conv::boundary::constant) po.semantics.constant_value = 0.25f;
     for (int m = 0; m < method_count; ++m) {
       r.ms[m] = -1;
       po.path = methods[m];
