@@ -147,7 +147,7 @@ class cuda_backend final : public plan::impl {
       // hold: an automatic plan takes the FFT paths' best instead
       if (o.path != cuda_path::automatic || chosen.path != cuda_path::separable) throw;
       const cuda_tiling f = choose_cuda_tiling(prob.geo.out_h, prob.geo.out_w, prob.output_planes(), prob.kh, prob.kw,
-                                               cuda_path::automatic, o.tile, sms_);
+                                               cuda_path::automatic, o.tile, sms_, by_rule());
       configure({f.path, f.tiles, {}, f.cost_ps});
     }
     if (o.autotune && o.path == cuda_path::automatic && o.tile == 0) autotune();
@@ -168,9 +168,15 @@ class cuda_backend final : public plan::impl {
   }
 
  private:
+  // the boundary rule reads the image past its edges (the cost model's fused price)
+  bool by_rule() const {
+    const boundary b = prob.options.semantics.border;
+    return b != boundary::zero && b != boundary::constant;
+  }
+
   cuda_choice choose(cuda_path path, int tile) const {
     return choose_cuda_method(prob.kernel, prob.kernels, prob.kh, prob.kw, prob.geo.out_h, prob.geo.out_w, prob.planes,
-                              path, tile, sms_);
+                              path, tile, sms_, by_rule());
   }
 
   // Sets up the method and tiling of `choice`: the direct path's taps, the separable path's
@@ -251,7 +257,7 @@ class cuda_backend final : public plan::impl {
     }
   }
 
-  // plan_options::autotune: times direct (up to max_direct_taps), separable
+  // plan_options::autotune: times direct (up to max_cuda_direct_taps), separable
   // (when the kernel is rank-1), every fused and three-pass tile that holds the kernel and the
   // model's multi-pass tiling on this problem's shape (one warm-up, the best of three runs on
   // a scratch image) and keeps the fastest. Skipped, keeping the model's choice, when the
@@ -269,7 +275,7 @@ class cuda_backend final : public plan::impl {
         // the method cannot hold this kernel
       }
     };
-    if ((long long)prob.kh * prob.kw <= max_direct_taps) add(cuda_path::direct, 0);  // (accuracy: method.hpp)
+    if ((long long)prob.kh * prob.kw <= max_cuda_direct_taps) add(cuda_path::direct, 0);  // (accuracy: method.hpp)
     add(cuda_path::separable, 0);
     const int side = std::max(prob.kh, prob.kw);
     for (int t = 32; t <= 128; t *= 2)

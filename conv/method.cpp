@@ -87,6 +87,23 @@ namespace {
 // the FFT's log-depth error (a 20 x 30 'valid' correlation to one pixel: 1.05e-6 rel against SciPy
 // in double, the Python package's bound is 1e-6); the cost models pick direct beyond it only when
 // forced (or, on the CPU, for tiny outputs, where the FFT's padding is costly but the time is small).
+// max_cuda_direct_taps: the error of a float sum of n products grows as sqrt(n) (rounding errors of
+// random sign), the FFT's as its log depth. Sequential float sums (multiply, then add: no FMA) over
+// a random 128^2 image in [0, 1), against the same sums in double, relative L2, with the error of a
+// float32 FFT convolution of the same image and kernel beside it (NumPy / SciPy, session 67):
+//   taps          81      121     169     225     256     400     961
+//   direct, k>0   1.4e-7  1.5e-7  1.8e-7  2.1e-7  2.2e-7  2.6e-7  4.2e-7   (FFT 0.9-1.2e-7)
+//   direct, k+-   1.7e-7  1.9e-7  2.2e-7  3.1e-7  3.8e-7  2.6e-7  6.0e-7   (FFT 1.2-2.9e-7)
+// so up to 256 taps the sums stay within 2-3x the FFT's error and under 0.4 of the 1e-6 bound (the
+// GPU's direct method measured 2.0-3.0e-7 up to 16 x 16, its FFT paths 1.4-2.0e-7: the [gpu] test
+// "GPU direct method's float sums ..."). On the GPU direct wins past 128 taps where transforms pad
+// most (H100, session 67: 1024 x 64^2 dense K = 12 / 13 / 14 0.069 / 0.089 / 0.093 ms against fused
+// 0.117 / 0.114 / 0.099; 1000 x 28^2 K = 12 0.027 against 0.033), and from K = 15 on no shape
+// measured ran it fastest: max_cuda_direct_taps = 225. That was with reflect101; with a zero
+// boundary the fused tiles on those shapes were faster (1024 x 64^2 K = 13 0.074 ms; 1000 x 28^2
+// K = 13 0.024 against direct's 0.029), and the crossover there is not measured, so zero and
+// constant boundaries keep 128 on the GPU too. The CPU keeps 128: its prices past that are not
+// fitted.
 
 // The bank's rank-1 factors (every kernel's, one after another), or none.
 rank1_factors bank_factors(const std::vector<float>& kernels, int count, int kh, int kw) {
@@ -183,7 +200,8 @@ tiling direct_tiling(long long out_h, long long out_w, int kh, int kw, int rows)
 }
 
 cuda_choice choose_cuda_method(const std::vector<float>& kernels, int count, int kh, int kw, long long out_h,
-                               long long out_w, long long planes, cuda_path forced, int forced_tile, int sms) {
+                               long long out_w, long long planes, cuda_path forced, int forced_tile, int sms,
+                               bool by_rule) {
   const bool any = forced == cuda_path::automatic;
   const double outputs = double(planes) * count * out_h * out_w;
   // a block shape's waste: the threads' outputs over the output (1 for large images)
@@ -194,7 +212,7 @@ cuda_choice choose_cuda_method(const std::vector<float>& kernels, int count, int
   cuda_choice best;
   best.cost_ps = INFINITY;
   if (any || forced == cuda_path::fused || forced == cuda_path::three_pass || forced == cuda_path::multipass) {
-    const cuda_tiling f = choose_cuda_tiling(out_h, out_w, planes * count, kh, kw, forced, forced_tile, sms);
+    const cuda_tiling f = choose_cuda_tiling(out_h, out_w, planes * count, kh, kw, forced, forced_tile, sms, by_rule);
     best.path = f.path;
     best.tiles = f.tiles;
     best.cost_ps = f.cost_ps;
@@ -204,7 +222,9 @@ cuda_choice choose_cuda_method(const std::vector<float>& kernels, int count, int
   if (forced == cuda_path::direct && !direct_tiles::supports(kh, kw))
     throw std::invalid_argument("the direct path cannot hold a " + std::to_string(kh) + " x " + std::to_string(kw) +
                                 " kernel in its shared tile");
-  if (forced == cuda_path::direct || (direct_tiles::supports(kh, kw) && (long long)kh * kw <= max_direct_taps)) {
+  // past 128 taps only where the boundary reads the image (max_cuda_direct_taps, method.hpp)
+  const long long direct_taps = by_rule ? max_cuda_direct_taps : max_direct_taps;
+  if (forced == cuda_path::direct || (direct_tiles::supports(kh, kw) && (long long)kh * kw <= direct_taps)) {
     const int rows = window_rows_for(out_h, out_w, kh, kw, planes, sms);  // as direct_tiles::run (a launch a kernel)
     const double cost = cuda_direct_ps_per_pixel(kh, kw) * waste(kh, kw, rows) * outputs;
     if (forced == cuda_path::direct || cost < best.cost_ps)

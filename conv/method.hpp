@@ -101,11 +101,18 @@ cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int k
 //              each tile's halo rows, rows = tile_h) 4.0 + 0.040 t, x 1.9 where a block's
 //              tile takes more than 113 KB of shared memory (one block a multiprocessor, not two);
 // both times the shape's waste (the blocks' output tiles over the output: small images leave
-// threads idle). Direct is not chosen beyond max_direct_taps (float sums, as on the CPU).
+// threads idle). Direct is not chosen beyond max_cuda_direct_taps (float sums' error; with a zero
+// or constant boundary beyond max_direct_taps).
 double cuda_direct_ps_per_pixel(int kh, int kw);
 // Direct sums of more than this many float products lose more to rounding than the FFT's
-// log-depth error (method.cpp); neither chooser nor autotune picks direct beyond it unless forced.
+// log-depth error (method.cpp); the CPU's chooser does not pick direct beyond it unless forced.
 inline constexpr long long max_direct_taps = 128;
+// The CUDA chooser's limit where the boundary rule reads the image (zero and constant boundaries:
+// max_direct_taps) and autotune's: up to 15 x 15 (method.cpp: a float sum's relative L2 error
+// grows as the square root of its taps, 2-4e-7 at 169-256 taps against the bound's 1e-6, which
+// the [gpu] test "GPU direct method's float sums ..." measures; past 225 taps no shape of the
+// H100's sweeps ran direct fastest).
+inline constexpr long long max_cuda_direct_taps = 225;
 // The shared tile where the passes share one (separable_tiles::uses_tile: its block's rows, warps
 // and shared bytes from window_shape_for and separable_tiles::tile_shared_bytes), else the two
 // passes through global memory (the row pass over out_h + kh - 1 rows; narrow outputs cost more).
@@ -131,11 +138,12 @@ struct cuda_choice {
 // kernels: the bank's effective kernels; planes: input planes (the FFT paths see planes x count
 // output planes); forced: plan_options::path (automatic: the cheapest by the model); forced_tile:
 // plan_options::tile (FFT paths only: a forced tile leaves direct and separable out of the
-// automatic choice). Throws std::invalid_argument when a forced method cannot run the kernel:
-// separable and a kernel of the bank is not rank-1, direct or separable beyond their shared
-// tile, fused or three-pass beyond their tiles.
+// automatic choice); by_rule: the boundary reads the image past its edges (choose_cuda_tiling;
+// false for zero and constant). Throws std::invalid_argument when a forced method cannot run the
+// kernel: separable and a kernel of the bank is not rank-1, direct or separable beyond their
+// shared tile, fused or three-pass beyond their tiles.
 cuda_choice choose_cuda_method(const std::vector<float>& kernels, int count, int kh, int kw, long long out_h,
                                long long out_w, long long planes, cuda_path forced = cuda_path::automatic,
-                               int forced_tile = 0, int sms = 132);
+                               int forced_tile = 0, int sms = 132, bool by_rule = true);
 
 }  // namespace gpuconv::conv

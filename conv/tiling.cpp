@@ -57,7 +57,7 @@ tiling choose_tiling(long long out_h, long long out_w, int kh, int kw, int min_t
 double multipass_ps_per_pixel(const tiling& t) { return 1.4 * (8.0 + std::log2(double(t.tile_h) * t.tile_w)); }
 
 cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long planes, int kh, int kw, cuda_path path,
-                               int forced, int sms) {
+                               int forced, int sms, bool by_rule) {
   constexpr int fused_min = 32, fused_max = 128, three_min = 256, three_max = 1024, multi_min = 16, multi_max = 4096;
   const bool any = path == cuda_path::automatic;
   cuda_tiling best;
@@ -85,7 +85,7 @@ cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long plane
     return found;
   };
   if (any || path == cuda_path::fused) {
-    const bool found = square_tiles(fused_min, fused_max, cuda_path::fused, [&](int t, long long tiles, const tiling&) {
+    const bool found = square_tiles(fused_min, fused_max, cuda_path::fused, [&](int t, long long tiles, const tiling& c) {
       const long long pairs = (tiles + 1) / 2;
       // the busiest multiprocessor's pairs over the average (>= 1): the kernels are issue-bound
       // on a multiprocessor, so its pairs cost about the same side by side or in a last wave of
@@ -94,7 +94,15 @@ cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long plane
       // the H100, where 64-tiles ran 0.033-0.035)
       const double per_sm = double(pairs) / double(std::max(sms, 1));
       const double share = std::ceil(per_sm) / per_sm;
-      return fused_ps_per_pixel(t) * double(2 * pairs) * t * t * share;
+      // input past the image's edges through a boundary rule that reads the image, as the
+      // three-pass tiles' below (H100, session 67, reflect101: 1024 x 64^2 on 32-tiles, half their
+      // input outside, ran 1.4-1.95x this price without it and direct 1.3-1.9x its own, so dense
+      // K = 13 chose fused at 0.114 ms against direct's 0.089; with a zero boundary the same fused
+      // tiles took 0.074)
+      const double outside = 1.0 - covered_share(c.tiles_y, c.valid_h, c.tile_h, out_h) *
+                                       covered_share(c.tiles_x, c.valid_w, c.tile_w, out_w);
+      return fused_ps_per_pixel(t) * (1.0 + (by_rule ? fused_outside_by_rule : 0.0) * outside) * double(2 * pairs) *
+             t * t * share;
     });
     if (path == cuda_path::fused && !found)
       throw std::invalid_argument("the fused kernel needs a kernel side <= " + std::to_string(fused_max) +

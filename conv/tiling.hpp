@@ -61,12 +61,15 @@ struct cuda_tiling {
 };
 // Along one axis: the share of the pixels that `tiles` tiles of `side` (each `valid` further on)
 // cover which lie within `extent` (1 when the tiles end inside it). Small images on large tiles
-// have most of theirs outside: the three-pass price and the fused 128-tile kernel's choice.
+// have most of theirs outside: the three-pass and fused prices, the fused 128-tile kernel's choice.
 inline double covered_share(long long tiles, long long valid, long long side, long long extent) {
   const double covered = double(tiles - 1) * double(valid) + double(side);
   return extent < covered ? double(extent) / covered : 1.0;
 }
 constexpr double fused_ps_per_pixel(int tile) { return tile <= 32 ? 3.9 : tile <= 64 ? 4.5 : 6.5; }
+// The fused tiles' price times 1 + this x the share of their input past the image, where a boundary
+// rule reads the image for it (choose_cuda_tiling; zero and constant boundaries: no factor).
+constexpr double fused_outside_by_rule = 0.25;
 // three-pass: pass C transforms only the rows that hold outputs and pass B stores only those,
 // but their share is small: on the H100 a padded pixel costs about the same whatever the tile's
 // valid fraction (tile - kh + 1) / tile (1024 x 64^2 on 256-tiles: 8.5-9.3 ps from K = 15 to
@@ -82,7 +85,9 @@ double multipass_ps_per_pixel(const tiling& t);
 // fused or three-pass path cannot hold the kernel.
 // planes: output planes (input planes x kernels of a bank); sms: the device's multiprocessors
 // (for the wave count).
+// by_rule: the boundary rule reads the image for pixels past its edges (replicate, reflect,
+// reflect101, wrap), as against a constant (zero, constant): the fused tiles' price is higher there.
 cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long planes, int kh, int kw, cuda_path path,
-                               int forced = 0, int sms = 132);
+                               int forced = 0, int sms = 132, bool by_rule = true);
 
 }  // namespace gpuconv::conv

@@ -362,6 +362,50 @@ TEST_CASE("GPU direct and separable: every unrolled size, banks, batches, odd si
   check_method<float>(direct, 300, 150, 1, 1, 255, 1, o);        // one column, the column walk's tallest
 }
 
+// The chooser takes direct up to max_cuda_direct_taps (method.hpp): its float sums of that many
+// products against the double reference, relative L2 over the image (the issue's error measure),
+// beside an FFT path's (fused tiles, three-pass past 64 taps a side) on the same image and kernel. Images of pixel-like values (0..1) and
+// of signed ones; kernels of random signed taps, whose cancelling sums are the harder case.
+TEST_CASE("GPU direct method's float sums up to max_cuda_direct_taps: relative L2 error within 1e-6", "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  const long long h = 150, w = 230;
+  for (const auto kernel : {std::array<int, 2>{11, 11}, std::array<int, 2>{13, 13}, std::array<int, 2>{16, 16},
+                            std::array<int, 2>{8, 32}, std::array<int, 2>{1, 255}}) {
+    const int kh = kernel[0], kw = kernel[1];
+    for (const bool signed_image : {false, true}) {
+      const auto noise = test::random_reals<float>(std::size_t(h * w), 900 + kh * kw);
+      std::vector<float> img(noise);
+      if (!signed_image)
+        for (auto& v : img) v = 0.5f * v + 0.5f;
+      const auto ks = make_kernels(1, kh, kw, false, 910 + kh);
+      options o;
+      std::vector<double> ref(std::size_t(h * w));
+      direct_convolve(img.data(), h, w, 1, ks.data(), kh, kw, o, ref.data());
+      double ref2 = 0;
+      for (double v : ref) ref2 += v * v;
+      auto error_of = [&](cuda_path path) {
+        plan_options po;
+        po.semantics = o;
+        po.device = backend::cuda;
+        po.path = path;
+        plan p(h, w, 1, ks.data(), 1, kh, kw, po);
+        REQUIRE(p.path() == path);
+        std::vector<float> out(std::size_t(h * w));
+        p.execute(img.data(), out.data());
+        double e2 = 0;
+        for (std::size_t i = 0; i < out.size(); ++i) e2 += (double(out[i]) - ref[i]) * (double(out[i]) - ref[i]);
+        return std::sqrt(e2 / ref2);
+      };
+      const cuda_path fft = std::max(kh, kw) <= 64 ? cuda_path::fused : cuda_path::three_pass;
+      const double direct = error_of(cuda_path::direct), by_fft = error_of(fft);
+      WARN(kh << " x " << kw << (signed_image ? ", signed image" : ", image in [0, 1)") << ": relative L2 direct "
+              << direct << ", " << to_string(fft) << " " << by_fft);
+      CHECK(direct <= 1e-6);
+      CHECK(by_fft <= 1e-6);
+    }
+  }
+}
+
 TEST_CASE("GPU direct and separable: host buffers in bands under a memory cap, unaligned device buffers", "[conv][gpu]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
   const long long h = 301, w = 260;
@@ -470,6 +514,26 @@ TEST_CASE("CUDA method chooser: the cost model's choices and forced methods", "[
   const cuda_path k11 = choose_cuda_method(dense11, 1, 11, 11, 4096, 4096, 1).path;
   CHECK((k11 == cuda_path::direct || k11 == cuda_path::fused));
   CHECK(choose_cuda_method(dense13, 1, 13, 13, 4096, 4096, 1).path == cuda_path::fused);
+  // past 128 taps on batches of small images (session 67's sweeps, H100, reflect101): 1024 x 64^2 dense K = 12
+  // / 13 direct 0.069 / 0.089 ms against fused 0.117 / 0.114 (32-tiles, half their input past the
+  // images), K = 15 / 16 fused 0.096 / 0.093 against 0.098 / 0.102; 1000 x 28^2 K = 12 direct 0.027
+  // against 0.033; 16 x 16 is past max_cuda_direct_taps
+  const auto dense12 = make_kernels(1, 12, 12, false, 17), dense15 = make_kernels(1, 15, 15, false, 18),
+             dense16 = make_kernels(1, 16, 16, false, 19);
+  CHECK(choose_cuda_method(dense12, 1, 12, 12, 64, 64, 1024).path == cuda_path::direct);
+  CHECK(choose_cuda_method(dense13, 1, 13, 13, 64, 64, 1024).path == cuda_path::direct);
+  CHECK(choose_cuda_method(dense15, 1, 15, 15, 64, 64, 1024).path == cuda_path::fused);
+  CHECK(choose_cuda_method(dense16, 1, 16, 16, 64, 64, 1024).path == cuda_path::fused);
+  CHECK(choose_cuda_method(dense12, 1, 12, 12, 28, 28, 1000).path == cuda_path::direct);
+  CHECK(choose_cuda_method(dense16, 1, 16, 16, 28, 28, 1000).path == cuda_path::fused);
+  // with a zero or constant boundary the fused tiles' input past the images costs no loads (1024 x
+  // 64^2 K = 13 0.074 ms, 1000 x 28^2 K = 13 0.024 against direct's 0.029): 128 taps there, as before
+  for (int k : {12, 13, 14}) {
+    INFO("K = " << k << ", zero boundary");
+    const auto dense = make_kernels(1, k, k, false, 20 + k);
+    CHECK(choose_cuda_method(dense, 1, k, k, 64, 64, 1024, cuda_path::automatic, 0, 132, false).path == cuda_path::fused);
+    CHECK(choose_cuda_method(dense, 1, k, k, 28, 28, 1000, cuda_path::automatic, 0, 132, false).path == cuda_path::fused);
+  }
   // rank-1 K = 11..25 on the shared tile (0.086-0.116 ms) against fused / three-pass (0.111-0.180)
   const auto sep13 = make_kernels(1, 13, 13, true, 11), sep25 = make_kernels(1, 25, 25, true, 12);
   CHECK(choose_cuda_method(sep13, 1, 13, 13, 4096, 4096, 1).path == cuda_path::separable);
@@ -526,7 +590,7 @@ TEST_CASE("CUDA method chooser: the cost model's choices and forced methods", "[
         try {
           const cuda_choice c = choose_cuda_method(sep, 1, k, k, shape[0], shape[1], shape[2], forced);
           CHECK(c.path == forced);
-          if (forced != cuda_path::direct || k * k <= 128) CHECK(chosen.cost_ps <= c.cost_ps);
+          if (forced != cuda_path::direct || k * k <= max_cuda_direct_taps) CHECK(chosen.cost_ps <= c.cost_ps);
         } catch (const std::invalid_argument&) {
           // the method cannot hold this kernel
         }
