@@ -17,7 +17,7 @@ struct options {
   std::string psf = "gaussian";  // deconvolve: gaussian (rank-1) or general (rank-2: core and halo)
   bool passes = false;  // fft3d: time each pass of the forward transform alone too
   std::vector<std::string> shapes;  // sweep: PLANESxHEIGHTxWIDTH image shapes (empty: the four defaults)
-  std::string boundary = "reflect101";  // sweep: the boundary rule (zero, constant, replicate, reflect, reflect101, wrap)
+  std::string boundary = "reflect101";  // sweep: zero, constant, replicate, reflect, reflect101 or wrap
 };
 
 // K^3 PSFs of the volume benchmarks (conv3d.cu): random positive values summing to ~0.5

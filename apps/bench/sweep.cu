@@ -2,10 +2,11 @@
 // and even) and several image shapes, every method forced in turn (direct, separable, fused,
 // three-pass, multi-pass; '-' where it cannot hold the kernel) and the automatic choice (the
 // cost model, method.hpp), each timed as execute_device on fp32 'same' with the default
-// boundary (--boundary B another: zero, constant (0.25), replicate, reflect, wrap); the choice's time over the best method's, flagged past 1.10 (the target: never
-// more than 10% slower). Two kernels per size: a dense random one (separable does not apply)
-// and a rank-1 one (outer product of two random vectors); on 4096^2 also the named kernels users
-// call most (gaussian:2, gaussian:20 = 161 x 161, box:15, box:255). Rank-1 kernels also time the
+// boundary (--boundary B another: zero, constant (0.25), replicate, reflect, wrap); the choice's
+// time over the best method's, flagged past 1.10 (the target: never more than 10% slower). Two
+// kernels per size: a dense random one (separable does not apply) and a rank-1 one (outer
+// product of two random vectors); on 4096^2 also the named kernels users call most (gaussian:2,
+// gaussian:20 = 161 x 161, box:15, box:255). Rank-1 kernels also time the
 // separable method's two kinds of passes each (force_line_fft: FMA walks or shared tile, and FFT
 // lines where they hold the factors), the columns the cost model's prices are fitted to. --shapes
 // PLANESxHEIGHTxWIDTH,... replaces the four image shapes; --tile T forces the fused and three-pass

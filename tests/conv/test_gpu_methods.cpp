@@ -364,8 +364,9 @@ TEST_CASE("GPU direct and separable: every unrolled size, banks, batches, odd si
 
 // The chooser takes direct up to max_cuda_direct_taps (method.hpp): its float sums of that many
 // products against the double reference, relative L2 over the image (the issue's error measure),
-// beside an FFT path's (fused tiles, three-pass past 64 taps a side) on the same image and kernel. Images of pixel-like values (0..1) and
-// of signed ones; kernels of random signed taps, whose cancelling sums are the harder case.
+// beside an FFT path's (fused tiles, three-pass past 64 taps a side) on the same image and kernel.
+// Images of pixel-like values (0..1) and of signed ones; kernels of random signed taps, whose
+// cancelling sums are the harder case.
 TEST_CASE("GPU direct method's float sums up to max_cuda_direct_taps: relative L2 error within 1e-6", "[conv][gpu]") {
   if (!cuda_device_available()) SKIP("no CUDA device present");
   const long long h = 150, w = 230;
@@ -514,10 +515,10 @@ TEST_CASE("CUDA method chooser: the cost model's choices and forced methods", "[
   const cuda_path k11 = choose_cuda_method(dense11, 1, 11, 11, 4096, 4096, 1).path;
   CHECK((k11 == cuda_path::direct || k11 == cuda_path::fused));
   CHECK(choose_cuda_method(dense13, 1, 13, 13, 4096, 4096, 1).path == cuda_path::fused);
-  // past 128 taps on batches of small images (session 67's sweeps, H100, reflect101): 1024 x 64^2 dense K = 12
-  // / 13 direct 0.069 / 0.089 ms against fused 0.117 / 0.114 (32-tiles, half their input past the
-  // images), K = 15 / 16 fused 0.096 / 0.093 against 0.098 / 0.102; 1000 x 28^2 K = 12 direct 0.027
-  // against 0.033; 16 x 16 is past max_cuda_direct_taps
+  // past 128 taps on batches of small images (session 67's sweeps, H100, reflect101): 1024 x 64^2
+  // dense K = 12 / 13 direct 0.069 / 0.089 ms against fused 0.117 / 0.114 (32-tiles, half their
+  // input past the images), K = 15 / 16 fused 0.096 / 0.093 against 0.098 / 0.102; 1000 x 28^2
+  // K = 12 direct 0.027 against 0.033; 16 x 16 is past max_cuda_direct_taps
   const auto dense12 = make_kernels(1, 12, 12, false, 17), dense15 = make_kernels(1, 15, 15, false, 18),
              dense16 = make_kernels(1, 16, 16, false, 19);
   CHECK(choose_cuda_method(dense12, 1, 12, 12, 64, 64, 1024).path == cuda_path::direct);
@@ -526,8 +527,9 @@ TEST_CASE("CUDA method chooser: the cost model's choices and forced methods", "[
   CHECK(choose_cuda_method(dense16, 1, 16, 16, 64, 64, 1024).path == cuda_path::fused);
   CHECK(choose_cuda_method(dense12, 1, 12, 12, 28, 28, 1000).path == cuda_path::direct);
   CHECK(choose_cuda_method(dense16, 1, 16, 16, 28, 28, 1000).path == cuda_path::fused);
-  // with a zero or constant boundary the fused tiles' input past the images costs no loads (1024 x
-  // 64^2 K = 13 0.074 ms, 1000 x 28^2 K = 13 0.024 against direct's 0.029): 128 taps there, as before
+  // with a zero or constant boundary the fused tiles' input past the images needs no loads (1024 x
+  // 64^2 K = 13 0.074 ms, 1000 x 28^2 K = 13 0.024 against direct's 0.029): 128 taps there, as
+  // before
   for (int k : {12, 13, 14}) {
     INFO("K = " << k << ", zero boundary");
     const auto dense = make_kernels(1, k, k, false, 20 + k);
