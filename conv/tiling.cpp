@@ -99,8 +99,7 @@ cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long plane
       // input outside, ran 1.4-1.95x this price without it and direct 1.3-1.9x its own, so dense
       // K = 13 chose fused at 0.114 ms against direct's 0.089; with a zero boundary the same fused
       // tiles took 0.074)
-      const double outside = 1.0 - covered_share(c.tiles_y, c.valid_h, c.tile_h, out_h) *
-                                       covered_share(c.tiles_x, c.valid_w, c.tile_w, out_w);
+      const double outside = outside_share(c, out_h, out_w);
       return fused_ps_per_pixel(t) * (1.0 + (by_rule ? fused_outside_by_rule : 0.0) * outside) * double(2 * pairs) *
              t * t * share;
     });
@@ -114,8 +113,7 @@ cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long plane
       // the tiles' input pixels past the image's edges (small images on large tiles) load through
       // the boundary rule, ~a quarter dearer than interior ones (H100: 64^2 .. 256^2 images
       // 1.1-1.3x the price without it, 4096^2 and 3000 x 4000 0.9-1.1x)
-      const double outside = 1.0 - covered_share(c.tiles_y, c.valid_h, c.tile_h, out_h) *
-                                       covered_share(c.tiles_x, c.valid_w, c.tile_w, out_w);
+      const double outside = outside_share(c, out_h, out_w);
       return three_pass_ps_per_pixel(t, kh) * (1.0 + 0.25 * outside) * double(2 * ((tiles + 1) / 2)) * t * t;
     });
     if (path == cuda_path::three_pass && !found)

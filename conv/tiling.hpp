@@ -66,6 +66,11 @@ inline double covered_share(long long tiles, long long valid, long long side, lo
   const double covered = double(tiles - 1) * double(valid) + double(side);
   return extent < covered ? double(extent) / covered : 1.0;
 }
+// The share of a tiling's input that lies past an out_h x out_w output (both axes).
+inline double outside_share(const tiling& c, long long out_h, long long out_w) {
+  return 1.0 - covered_share(c.tiles_y, c.valid_h, c.tile_h, out_h) *
+                   covered_share(c.tiles_x, c.valid_w, c.tile_w, out_w);
+}
 constexpr double fused_ps_per_pixel(int tile) { return tile <= 32 ? 3.9 : tile <= 64 ? 4.5 : 6.5; }
 // The fused tiles' price times 1 + this x the share of their input past the image, where a boundary
 // rule reads the image for it (choose_cuda_tiling; zero and constant boundaries: no factor).

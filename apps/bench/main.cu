@@ -6,6 +6,7 @@
 #include <string>
 
 #include "bench.hpp"
+#include "conv/boundary_name.hpp"
 #include "fft/device/cuda_check.hpp"
 
 namespace {
@@ -83,8 +84,7 @@ int main(int argc, char** argv) {
     if (opt.reps < 1 || opt.warmup < 0) throw std::invalid_argument("--reps must be >= 1 and --warmup >= 0");
     if (opt.tile < 0) throw std::invalid_argument("--tile must be >= 0");
     if (opt.iterations < 1) throw std::invalid_argument("--iterations must be >= 1");
-    if (opt.boundary != "zero" && opt.boundary != "constant" && opt.boundary != "replicate" && opt.boundary != "reflect" &&
-        opt.boundary != "reflect101" && opt.boundary != "wrap")
+    if (!gpuconv::conv::boundary_named(opt.boundary))
       throw std::invalid_argument("--boundary '" + opt.boundary +
                                   "' is not zero, constant, replicate, reflect, reflect101 or wrap");
     if (opt.psf != "gaussian" && opt.psf != "general")

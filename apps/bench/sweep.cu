@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "bench.hpp"
+#include "conv/boundary_name.hpp"
 #include "conv/method.hpp"
 #include "conv/plan.hpp"
 #include "conv/separable.hpp"
@@ -100,12 +101,7 @@ int run_sweep(const options& opt) {
   std::printf("gpuconv-bench sweep on %s; fp32 'same', %s, execute_device, median of %d runs after %d warm-up;\n"
               "measured copy bandwidth (read + write): %.0f GB/s (byte floor %.0f Gpix/s)\n\n",
               gpu, opt.boundary.c_str(), opt.reps, opt.warmup, copy_gbs, copy_gbs / 8);
-  const conv::boundary border = opt.boundary == "zero"         ? conv::boundary::zero
-                                : opt.boundary == "constant"   ? conv::boundary::constant
-                                : opt.boundary == "replicate"  ? conv::boundary::replicate
-                                : opt.boundary == "reflect"    ? conv::boundary::reflect
-                                : opt.boundary == "wrap"       ? conv::boundary::wrap
-                                                               : conv::boundary::reflect101;
+  const conv::boundary border = conv::boundary_named(opt.boundary).value();  // checked by main
   std::vector<int> sizes = opt.sizes;
   if (sizes.empty())
     sizes = {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 15, 16, 19, 23, 27, 31, 32, 41, 51, 63, 64, 81, 101, 127, 128, 161, 191, 255};

@@ -20,6 +20,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include "conv/boundary_name.hpp"
 #include "conv/deconvolve.hpp"
 #include "conv/plan.hpp"
 #include "conv/plan3d.hpp"
@@ -41,12 +42,7 @@ conv::output_mode parse_mode(const std::string& s) {
 }
 
 conv::boundary parse_boundary(const std::string& s) {
-  if (s == "zero") return conv::boundary::zero;
-  if (s == "constant") return conv::boundary::constant;
-  if (s == "replicate") return conv::boundary::replicate;
-  if (s == "reflect") return conv::boundary::reflect;
-  if (s == "reflect101") return conv::boundary::reflect101;
-  if (s == "wrap") return conv::boundary::wrap;
+  if (const auto b = conv::boundary_named(s)) return *b;
   throw std::invalid_argument("gpuconv: boundary '" + s +
                               "' is not one of 'zero', 'constant', 'replicate', 'reflect', 'reflect101', 'wrap'");
 }
