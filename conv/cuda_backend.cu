@@ -278,8 +278,8 @@ class cuda_backend final : public plan::impl {
     if ((long long)prob.kh * prob.kw <= max_cuda_direct_taps) add(cuda_path::direct, 0);  // (accuracy: method.hpp)
     add(cuda_path::separable, 0);
     const int side = std::max(prob.kh, prob.kw);
-    for (int t = 32; t <= 128; t *= 2)
-      if (t >= side) add(cuda_path::fused, t);
+    for (const int t : fused_tile_sides)
+      if (t >= side && fused_side_in_use(t)) add(cuda_path::fused, t);
     // the three-pass tiles up to the first that holds the whole output (larger ones only add padding)
     for (int t = 256; t <= 1024; t *= 2)
       if (t >= side) {

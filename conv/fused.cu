@@ -6,9 +6,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "fft/host/mixed_double.hpp"
 #include "fft/host/real_1d_host.hpp"
 #include "fft/plan/device_table.hpp"
+#include "fft/plan/dispatch.hpp"
 #include "fused_half.cuh"
+#include "fused_mixed.cuh"
 #include "fused_tile.cuh"
 
 namespace gpuconv::conv {
@@ -25,6 +28,30 @@ int fused_128_from_environment() {
 }
 std::atomic<int> forced_128{fused_128_from_environment()};
 
+// GPUCONV_FUSED_MIXED=1: the 80-tiles on fused_mixed_80_alt's layout (measurements)
+bool mixed_alt_from_environment() {
+  const char* e = std::getenv("GPUCONV_FUSED_MIXED");
+  return e && e[0] == '1' && !e[1];
+}
+const bool mixed_alt = mixed_alt_from_environment();
+
+// Calls f with the fused kernel's policy for mixed side `tile` (fused_tiles::mixed_tile).
+template <typename F>
+void dispatch_mixed_tile(int tile, F&& f) {
+  if (tile != fused_tiles::mixed_tile)
+    throw std::invalid_argument("fused_tiles: no mixed-side kernel for tile " + std::to_string(tile));
+  if (mixed_alt) f(fused_mixed_80_alt{});
+  else f(fused_mixed_80{});
+}
+
+template <typename policy>
+void allow_mixed_shared() {
+  constexpr int bytes = policy::shared_memory_bytes;
+  GPUCONV_CUDA(cudaFuncSetAttribute(&fused_mixed_kernel<policy, float, float>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  GPUCONV_CUDA(cudaFuncSetAttribute(&fused_mixed_kernel<policy, std::uint8_t, std::uint8_t>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  GPUCONV_CUDA(cudaFuncSetAttribute(&fused_mixed_kernel<policy, std::uint16_t, std::uint16_t>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+}
+
 }  // namespace
 
 void force_fused_128(int kind) {
@@ -35,6 +62,17 @@ void force_fused_128(int kind) {
 int forced_fused_128() { return forced_128; }
 
 std::vector<fft::complex_t<double>> fused_tiles::spectrum_double(int tile, const float* kernel, int kh, int kw) {
+  if (!fft::is_pow2(tile)) {
+    std::vector<fft::complex_t<double>> roots, b;  // W_T^e
+    for (int e = 0; e < tile; ++e) roots.push_back(fft::unit_root(e, tile));
+    fft::dispatch_mixed(tile, [&](auto n) {
+      constexpr int N = decltype(n)::value;
+      b = spectrum_rows_then_columns(tile, kernel, kh, kw, [&](fft::complex_t<double>* p, int rows) {
+        for (int r = 0; r < rows; ++r) fft::host::mixed_forward_double<N>(p + std::size_t(r) * tile, roots);
+      });
+    });
+    return b;
+  }
   const fft::host::complex_1d_plan<double> plan(tile);
   std::vector<fft::complex_t<double>> scratch(tile);
   return spectrum_rows_then_columns(tile, kernel, kh, kw,
@@ -64,7 +102,8 @@ fused_tiles::fused_tiles(int tile, const std::vector<float>& kernels, int count,
   });
   max_grid_ = (long long)std::max(per_sm, 1) * sms * GPUCONV_FUSED_PERSISTENT;
 #endif
-  if (!supports(tile)) throw std::invalid_argument("fused_tiles: tile " + std::to_string(tile) + " is not 32, 64 or 128");
+  if (!supports(tile))
+    throw std::invalid_argument("fused_tiles: tile " + std::to_string(tile) + " is not 32, 64, 80 or 128");
   if (kh > tile || kw > tile)
     throw std::invalid_argument("fused_tiles: kernel " + std::to_string(kh) + " x " + std::to_string(kw) +
                                 " does not fit a " + std::to_string(tile) + " tile");
@@ -72,6 +111,12 @@ fused_tiles::fused_tiles(int tile, const std::vector<float>& kernels, int count,
     throw std::invalid_argument("fused_tiles: " + std::to_string(kernels.size()) + " kernel values for " +
                                 std::to_string(count) + " kernels of " + std::to_string(kh) + " x " + std::to_string(kw));
   spectrum_ = device_spectra(tile, kernels, count, kh, kw);
+  if (tile == mixed_tile) {
+    table_ = fft::device_column_table(tile);  // block_mixed_fft_t's W_{2M}^e, then W_T^e
+    allow_mixed_shared<fused_mixed_80>();
+    allow_mixed_shared<fused_mixed_80_alt>();
+    return;
+  }
   table_ = fft::device_twiddle_table(2 * tile);  // block_fft_t's W_{2N}^e
   if (tile == 128) {
     constexpr int bytes = fused_half_policy::shared_memory_bytes;
@@ -126,6 +171,17 @@ void fused_tiles::run(const in_t* in, out_t* out, const tile_map& m, cudaStream_
   if (total_tiles < 1) return;
   if (total_tiles >= (1LL << 31))
     throw std::invalid_argument("fused_tiles::run: " + std::to_string(total_tiles) + " tiles in one launch (at most 2^31 - 1)");
+  if (tile_ == mixed_tile) {
+    dispatch_mixed_tile(tile_, [&](auto p) {
+      using policy = decltype(p);
+      const long long pairs = (m.tiles_per_kernel + 1) / 2 * m.kernels;
+      const unsigned grid = (unsigned)std::min<long long>(pairs, max_grid_);
+      fused_mixed_kernel<policy, in_t, out_t><<<grid, policy::block_threads, policy::shared_memory_bytes, stream>>>(
+          in, out, m, spectrum_.data(), table_.data());
+      check_launch("fused_mixed_kernel");
+    });
+    return;
+  }
   if (tile_ == 128 && use_half(m, std::is_same_v<in_t, float>)) {
     const unsigned grid = (unsigned)std::min<long long>(total_tiles, max_grid_);
     fused_half_kernel<in_t, out_t><<<grid, fused_half_policy::block_threads, fused_half_policy::shared_memory_bytes, stream>>>(

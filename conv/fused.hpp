@@ -10,6 +10,7 @@
 #include "../fft/device/buffer.hpp"
 #include "../fft/thread/complex.hpp"
 #include "tile_map.hpp"
+#include "tiling.hpp"
 
 namespace gpuconv::conv {
 
@@ -44,7 +45,13 @@ class fused_tiles {
  public:
   static constexpr int min_tile = 32;
   static constexpr int max_tile = 128;
-  static bool supports(int tile) { return tile == 32 || tile == 64 || tile == 128; }
+  // the mixed side (fused_mixed.cuh: 5 x 16), between the power-of-two ones
+  static constexpr int mixed_tile = 80;
+  static bool supports(int tile) {
+    for (const int t : fused_tile_sides)
+      if (t == tile) return true;
+    return false;
+  }
 
   // kernels: `count` effective kernels (already flipped for correlation), kh x kw row-major,
   // one after another. Throws std::invalid_argument when tile is not supported or smaller
@@ -60,7 +67,9 @@ class fused_tiles {
   // K[kx][ky] = sum_{i,j} k(i, j) W_T^(ky*i + kx*j) / T^2, W_T = exp(-2 pi i / T).
   static std::vector<fft::complex_t<float>> spectrum(int tile, const float* kernel, int kh, int kw);
   // The same in double, unscaled (sum_{i,j} k(i, j) W_T^(ky*i + kx*j)), [kx][ky]
-  // (spectrum_rows_then_columns with the host's double FFT).
+  // (spectrum_rows_then_columns with the host's double FFT; on a mixed side, one of
+  // fft::mixed_lengths, with the mixed-radix steps the kernels run, in double). The 3D slice
+  // path's slices use it too.
   static std::vector<fft::complex_t<double>> spectrum_double(int tile, const float* kernel, int kh, int kw);
   // Every kernel's spectrum(), one after another, on the device (the fused and three-pass
   // paths' multiplier).

@@ -144,6 +144,26 @@ __device__ GPUCONV_INLINE void publish_origins(const tile_map& m, const pair_til
   if (threadIdx.x < 2 && (threadIdx.x == 0 || p.has_b)) origins[threadIdx.x] = origin_of(m, p.first_tile + threadIdx.x);
 }
 
+// The fused kernels' loop over the tile pairs of map m, every thread of the block calling: the
+// block's pairs (a grid stride apart), each with its tiles' origins in shared memory and the
+// block synchronised, then f(has_b, spectrum) (spectrum: the pair's kernel's T x T spectrum in
+// `spectra`), then a barrier before the next pair reuses shared memory.
+template <int T, typename F>
+__device__ GPUCONV_INLINE void for_each_pair(const tile_map& m, const fft::complex_t<float>* spectra,
+                                             tile_origin* origins, F&& f) {
+  const long long pairs_per_kernel = (m.tiles_per_kernel + 1) / 2, pairs = pairs_per_kernel * m.kernels;
+  for (long long pair = blockIdx.x; pair < pairs; pair += gridDim.x) {
+    const long long kernel = pair / pairs_per_kernel;
+    const pair_tiles p = pair_at(m, kernel, pair - kernel * pairs_per_kernel);
+    const bool has_b = p.has_b;
+    const fft::complex_t<float>* spectrum = spectra + kernel * T * T;
+    publish_origins(m, p, origins);
+    __syncthreads();
+    f(has_b, spectrum);
+    __syncthreads();  // shared memory is reused by the next pair
+  }
+}
+
 // Rows y0 + t + offset(j) (j < I; before the boundary rule; offset(j) does not depend on t, and
 // t + offset(j) < n, the tile's side) of one column of an image, as floats: `column` points at
 // its row 0, rows `width` values apart, `height` rows; `outside` where the rule leaves the
@@ -165,18 +185,12 @@ __device__ GPUCONV_INLINE void load_column_at(const in_t* __restrict__ column, l
   }
 }
 
-// Rows y0 + t + TL*j (j < I): the power-of-two tiles' layout.
-template <int I, int TL, typename in_t>
-__device__ GPUCONV_INLINE void load_column_rows(const in_t* __restrict__ column, long long y0, int t, long long width,
-                                                long long height, boundary border, float outside, float (&x)[I]) {
-  load_column_at<I>(column, y0, t, I * TL, [](int j) { return TL * j; }, width, height, border, outside, x);
-}
-
-// Column `v` of the tile at o, rows t + TL*j (j < I), as floats; 0 when there is no tile.
-// Neighbouring lanes hold neighbouring columns, so each load is one coalesced row segment.
-template <int I, int TL, typename in_t>
-__device__ GPUCONV_INLINE void load_column(const in_t* __restrict__ in, const tile_map& m, bool present,
-                                           const tile_origin& o, int v, int t, float (&x)[I]) {
+// Column `v` of the tile at o, rows t + offset(j) (j < I; offset(j) independent of t, t + offset(j)
+// < n, the tile's side), as floats; 0 when there is no tile. Neighbouring lanes hold
+// neighbouring columns, so each load is one coalesced row segment.
+template <int I, typename Offset, typename in_t>
+__device__ GPUCONV_INLINE void load_column_by(const in_t* __restrict__ in, const tile_map& m, bool present,
+                                              const tile_origin& o, int v, int t, int n, Offset offset, float (&x)[I]) {
   if (!present) {
 #pragma unroll
     for (int j = 0; j < I; ++j) x[j] = 0.f;
@@ -189,13 +203,21 @@ __device__ GPUCONV_INLINE void load_column(const in_t* __restrict__ in, const ti
     for (int j = 0; j < I; ++j) x[j] = outside;
     return;
   }
-  load_column_rows<I, TL>(in + o.in_plane * m.height * m.width + c, o.in_y, t, m.width, m.height, m.border, outside, x);
+  load_column_at<I>(in + o.in_plane * m.height * m.width + c, o.in_y, t, n, offset, m.width, m.height, m.border, outside,
+                    x);
 }
 
-// Writes the valid outputs of column `v` of the tile at o from x[j] (rows t + TL*j).
-template <int I, int TL, typename out_t>
-__device__ GPUCONV_INLINE void store_column(out_t* __restrict__ out, const tile_map& m, bool present,
-                                            const tile_origin& o, int v, int t, const float (&x)[I]) {
+// Rows t + TL*j (j < I): the power-of-two tiles' layout.
+template <int I, int TL, typename in_t>
+__device__ GPUCONV_INLINE void load_column(const in_t* __restrict__ in, const tile_map& m, bool present,
+                                           const tile_origin& o, int v, int t, float (&x)[I]) {
+  load_column_by<I>(in, m, present, o, v, t, I * TL, [](int j) { return TL * j; }, x);
+}
+
+// Writes the valid outputs of column `v` of the tile at o from x[j] (rows t + offset(j)).
+template <int I, typename Offset, typename out_t>
+__device__ GPUCONV_INLINE void store_column_by(out_t* __restrict__ out, const tile_map& m, bool present,
+                                               const tile_origin& o, int v, int t, Offset offset, const float (&x)[I]) {
   if (!present) return;
   const int b = v - (m.kw - 1);
   if (b < 0) return;
@@ -204,10 +226,17 @@ __device__ GPUCONV_INLINE void store_column(out_t* __restrict__ out, const tile_
   out_t* column = out + o.out_plane * m.out_h * m.out_w + xo;
 #pragma unroll
   for (int j = 0; j < I; ++j) {
-    const int a = t + TL * j - (m.kh - 1);
+    const int a = t + offset(j) - (m.kh - 1);
     const long long y = o.out_y + a;
     if (a >= 0 && y < m.out_h) column[y * m.out_w] = store_pixel<out_t>(x[j]);
   }
+}
+
+// Rows t + TL*j (j < I).
+template <int I, int TL, typename out_t>
+__device__ GPUCONV_INLINE void store_column(out_t* __restrict__ out, const tile_map& m, bool present,
+                                            const tile_origin& o, int v, int t, const float (&x)[I]) {
+  store_column_by<I>(out, m, present, o, v, t, [](int j) { return TL * j; }, x);
 }
 
 }  // namespace detail
@@ -296,6 +325,8 @@ fused_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_map
   const int first = threadIdx.x % lanes, t = threadIdx.x / lanes;
   auto line_of = [&](int h) { return first + lanes * h; };
   const long long pairs_per_kernel = (m.tiles_per_kernel + 1) / 2, pairs = pairs_per_kernel * m.kernels;
+  // (detail::for_each_pair's loop, written out: through it the 64- and 128-tile kernels compile
+  // to other code, not measured)
   for (long long pair = blockIdx.x; pair < pairs; pair += gridDim.x) {
     const long long kernel = pair / pairs_per_kernel;
     const detail::pair_tiles p = detail::pair_at(m, kernel, pair - kernel * pairs_per_kernel);

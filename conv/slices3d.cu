@@ -9,6 +9,7 @@
 
 #include "cpu_pool.hpp"
 #include "fft/block/mixed.cuh"
+#include "fft/host/mixed_double.hpp"
 #include "fft/host/real_1d_host.hpp"
 #include "fft/kernels/strided_c2c.cuh"
 #include "fft/plan/device_table.hpp"
@@ -16,6 +17,7 @@
 #include "fft/thread/fft.hpp"
 #include "fft/thread/mixed_radix.hpp"
 #include "fused.hpp"
+#include "fused_mixed.cuh"
 #include "fused_tile.cuh"
 
 namespace gpuconv::conv {
@@ -201,15 +203,10 @@ slice_inverse_kernel(const cf* __restrict__ work, out_t* __restrict__ out, tile_
   });
 }
 
-// Mixed slice sides (n = R M, R = 3 or 5: slice_mixed_side = 160 = 5 x 32). A pair's complex
-// 160 x 160 slice in registers would fill the multiprocessor's whole register file, so the
-// slice stays in shared memory as a row-major n x (n + 1) array (206 KB at 160) and a thread
-// holds one line's values at a time: each line's transform (block_mixed_fft_t) exchanges
-// through the line's own elements (a column at a stride of n + 1, a row at 1), and its result
-// goes back into them. No transpose: the row transforms read the array across. Lanes work on
-// neighbouring lines (columns: neighbouring addresses; rows: an odd stride), so neither
-// direction has bank conflicts without padding. Values of a line: thread t holds elements
-// time_index(t, q) before a forward transform, freq_index(t, q) after it (mixed_layout).
+// Mixed slice sides (n = R M, R = 3 or 5: slice_mixed_side = 160 = 5 x 32), on fused_mixed.cuh's
+// layout: a pair's complex 160 x 160 slice in registers would fill the multiprocessor's whole
+// register file, so the slice stays in shared memory as a row-major n x (n + 1) array (206 KB at
+// 160, one block an SM) and a thread holds one line's values at a time.
 // Threads a line and lines a thread (tuning builds): 8 and 2 = 640 threads holding 20 values
 // at 96 registers (16-40 bytes spilled); 4 and 2 = 320 threads holding 40 at 168 registers
 // (172 bytes spilled) took K = 31 on 128 x 512^2 0.71 -> 0.90 ms and K = 63 1.63 -> 1.99 (H200,
@@ -220,20 +217,8 @@ slice_inverse_kernel(const cf* __restrict__ work, out_t* __restrict__ out, tile_
 #ifndef GPUCONV_SLICE_MIXED_LINES
 #define GPUCONV_SLICE_MIXED_LINES 2
 #endif
-template <int n, int TL = GPUCONV_SLICE_MIXED_TL, int L = GPUCONV_SLICE_MIXED_LINES>
-struct mixed_slice_policy {
-  static constexpr int R = fft::odd_part(n), M = n / R;
-  static constexpr int tile = n, lines_per_thread = L, lanes = n / L;
-  static_assert(n % L == 0 && lanes >= 32, "mixed_slice_policy: a warp spans lines");
-  static constexpr int block_threads = lanes * TL;
-  static_assert(block_threads <= 1024, "mixed_slice_policy: too many threads");
-  static constexpr int stride = n + 1;  // odd: rows of neighbouring lanes on distinct banks
-  static constexpr int shared_memory_bytes = n * stride * 8 + 2 * 48;
-  using layout = fft::mixed_layout<R, M, TL>;
-  static constexpr int items = layout::items;
-  using column_fft = fft::block_mixed_fft_t<R, M, TL, fft::twiddle_load_late, true, stride>;
-  using row_fft = fft::block_mixed_fft_t<R, M, TL, fft::twiddle_load_late, true, 1>;
-};
+template <int n>
+using mixed_slice_policy = mixed_tile_policy<n, GPUCONV_SLICE_MIXED_TL, GPUCONV_SLICE_MIXED_LINES>;
 
 // Pass A on mixed sides: as slice_forward_kernel (one block a slice u of a pair).
 template <typename policy, typename in_t>
@@ -255,21 +240,13 @@ slice_forward_mixed_kernel(const in_t* __restrict__ in, tile_map3d m, long long 
 
   const int first = threadIdx.x % lanes, t = threadIdx.x / lanes;
   // columns x: rows time_index(t, q) loaded, X(ky, x) left in the column's elements ky
-#pragma unroll 1
-  for (int h = 0; h < L; ++h) {
-    const int x = first + lanes * h;
-    fft::array_t<cf, I> v;
-    {
-      float a[I], b[I];
-      auto offset = [](int q) { return layout::time_index(0, q); };  // rows time_index(t, q)
-      load_slice_column<I>(in, m, origins[0], x, t, T, offset, a);
-      load_slice_column<I>(in, m, origins[1], x, t, T, offset, b);
-      fft::static_for<I>([&](auto q) { v[q.value] = {a[q.value], b[q.value]}; });
-    }
-    policy::column_fft::forward(v, shared + x, t, table);
-    __syncthreads();  // the transform's last reads of the column are done
-    fft::static_for<I>([&](auto q) { shared[layout::freq_index(t, q.value) * S + x] = v[q.value]; });
-  }
+  detail::mixed_columns_forward<policy>(shared, first, t, table, [&](int x, fft::array_t<cf, I>& v) {
+    float a[I], b[I];
+    auto offset = [](int q) { return layout::time_index(0, q); };  // rows time_index(t, q)
+    load_slice_column<I>(in, m, origins[0], x, t, T, offset, a);
+    load_slice_column<I>(in, m, origins[1], x, t, T, offset, b);
+    fft::static_for<I>([&](auto q) { v[q.value] = {a[q.value], b[q.value]}; });
+  });
   __syncthreads();
   // rows ky: X(ky, kx) stored to work[pair][u][kx][ky] (neighbouring lanes, neighbouring ky)
   cf* slice = work + ((long long)local_pair * td + u) * (T * T);
@@ -277,9 +254,7 @@ slice_forward_mixed_kernel(const in_t* __restrict__ in, tile_map3d m, long long 
   for (int h = 0; h < L; ++h) {
     const int ky = first + lanes * h;
     fft::array_t<cf, I> v;
-    fft::static_for<I>([&](auto q) { v[q.value] = shared[ky * S + layout::time_index(t, q.value)]; });
-    __syncthreads();  // the row is read before its exchanges overwrite it
-    policy::row_fft::forward(v, shared + ky * S, t, table);
+    detail::mixed_row_forward<policy>(shared, ky, t, table, v);
     fft::static_for<I>([&](auto q) { slice[layout::freq_index(t, q.value) * T + ky] = v[q.value]; });
   }
 }
@@ -316,28 +291,12 @@ slice_inverse_mixed_kernel(const cf* __restrict__ work, out_t* __restrict__ out,
   }
   __syncthreads();
   // columns x: y(time_index(t, q), x), the valid outputs written
-#pragma unroll 1
-  for (int h = 0; h < L; ++h) {
-    const int x = first + lanes * h;
-    fft::array_t<cf, I> v;
-    fft::static_for<I>([&](auto q) { v[q.value] = shared[layout::freq_index(t, q.value) * S + x]; });
-    __syncthreads();  // the column is read before its exchanges overwrite it
-    policy::column_fft::inverse(v, shared + x, t, table);
-    float re[I], im[I];
-    fft::static_for<I>([&](auto q) {
-      re[q.value] = v[q.value].re;
-      im[q.value] = v[q.value].im;
-    });
+  detail::mixed_columns_inverse<policy>(shared, first, t, table, [&](int x, const float(&re)[I], const float(&im)[I]) {
     auto offset = [](int q) { return layout::time_index(0, q); };  // rows time_index(t, q)
     store_slice_column<I>(out, m, origins[0], x, t, offset, re);
     store_slice_column<I>(out, m, origins[1], x, t, offset, im);
-  }
+  });
 }
-
-template <typename policy>
-struct is_mixed_slice : std::false_type {};
-template <int n, int TL, int L>
-struct is_mixed_slice<mixed_slice_policy<n, TL, L>> : std::true_type {};
 
 // Calls f with the slice kernels' policy for side s (32, 64, 128: fused_policy_for; 160:
 // mixed_slice_policy).
@@ -352,46 +311,13 @@ void dispatch_slice_side(int s, F&& f) {
 
 template <typename policy, typename T>
 constexpr auto forward_kernel_of() {
-  if constexpr (is_mixed_slice<policy>::value) return &slice_forward_mixed_kernel<policy, T>;
+  if constexpr (is_mixed_tile<policy>::value) return &slice_forward_mixed_kernel<policy, T>;
   else return &slice_forward_kernel<policy, T>;
 }
 template <typename policy, typename T>
 constexpr auto inverse_kernel_of() {
-  if constexpr (is_mixed_slice<policy>::value) return &slice_inverse_mixed_kernel<policy, T>;
+  if constexpr (is_mixed_tile<policy>::value) return &slice_inverse_mixed_kernel<policy, T>;
   else return &slice_inverse_kernel<policy, T>;
-}
-
-// The forward transform of one column of a mixed length n = R M in double, in place (natural
-// order in and out): mixed_layout's R-point step, then fft_t on each of the R rows.
-template <int n>
-void mixed_forward_double(fft::complex_t<double>* column, const std::vector<fft::complex_t<double>>& roots) {
-  constexpr int R = fft::odd_part(n), M = n / R;
-  using layout = fft::mixed_layout<R, M, 1>;
-  using cd = fft::complex_t<double>;
-  fft::array_t<cd, n> v;
-  for (int q = 0; q < n; ++q) v[q] = column[layout::time_index(0, q)];
-  layout::template forward_odd<double>(v, 0, [&](int e) { return roots[e]; });
-  for (int k1 = 0; k1 < R; ++k1) {
-    fft::array_t<cd, M> row;
-    for (int m = 0; m < M; ++m) row[m] = v[k1 * M + m];
-    row = fft::fft_t<double, M>{}(row);
-    for (int m = 0; m < M; ++m) v[k1 * M + m] = row[m];
-  }
-  for (int q = 0; q < n; ++q) column[layout::freq_index(0, q)] = v[q];
-}
-
-// fused_tiles::spectrum_double on a mixed side T: spectrum_rows_then_columns with
-// mixed_forward_double.
-std::vector<fft::complex_t<double>> mixed_spectrum_double(int T, const float* kernel, int kh, int kw,
-                                                          const std::vector<fft::complex_t<double>>& roots) {
-  std::vector<fft::complex_t<double>> b;
-  fft::dispatch_mixed(T, [&](auto n) {
-    constexpr int N = decltype(n)::value;
-    b = spectrum_rows_then_columns(T, kernel, kh, kw, [&](fft::complex_t<double>* p, int rows) {
-      for (int r = 0; r < rows; ++r) mixed_forward_double<N>(p + std::size_t(r) * T, roots);
-    });
-  });
-  return b;
 }
 
 }  // namespace
@@ -410,12 +336,9 @@ std::vector<cf> slice_tiles3d::spectrum(const tiling3d& t, const std::vector<flo
   // tiles: a CLI call pays it per plan)
   const int threads = (int)std::min(16u, std::max(1u, std::thread::hardware_concurrency()));
   std::vector<fft::complex_t<double>> slices(plane * kd);
-  std::vector<fft::complex_t<double>> side_roots;  // W_T^e for a mixed side
-  if (!fft::is_pow2(T))
-    for (int e = 0; e < T; ++e) side_roots.push_back(fft::unit_root(e, T));
   parallel_units(threads, kd, [&](long long l) {
     const float* k = kernel.data() + std::size_t(l) * kh * kw;
-    const auto s = fft::is_pow2(T) ? fused_tiles::spectrum_double(T, k, kh, kw) : mixed_spectrum_double(T, k, kh, kw, side_roots);
+    const auto s = fused_tiles::spectrum_double(T, k, kh, kw);
     std::copy(s.begin(), s.end(), slices.begin() + plane * l);
   });
   const double scale = 1.0 / (double(D) * plane);
@@ -436,7 +359,7 @@ std::vector<cf> slice_tiles3d::spectrum(const tiling3d& t, const std::vector<flo
     for (std::size_t e = std::size_t(unit) * columns; e < std::min(plane, std::size_t(unit + 1) * columns); ++e) {
       for (int l = 0; l < D; ++l) column[l] = l < kd ? slices[plane * l + e] : fft::complex_t<double>{0, 0};
       if (along_d) along_d->forward(column.data(), 1, scratch.data());
-      else fft::dispatch_mixed(D, [&](auto n) { mixed_forward_double<decltype(n)::value>(column.data(), roots); });
+      else fft::dispatch_mixed(D, [&](auto n) { fft::host::mixed_forward_double<decltype(n)::value>(column.data(), roots); });
       for (int kz = 0; kz < D; ++kz) out[plane * kz + e] = {float(column[kz].re * scale), float(column[kz].im * scale)};
     }
   });

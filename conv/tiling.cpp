@@ -1,7 +1,9 @@
 #include "tiling.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -27,7 +29,17 @@ double tiling_cost(const tiling& t) {
   return pixels * (8.0 + std::log2(double(t.tile_h) * t.tile_w));
 }
 
+// GPUCONV_FUSED_80=1: the mixed fused side allowed from the start
+bool mixed_from_environment() {
+  const char* e = std::getenv("GPUCONV_FUSED_80");
+  return e && e[0] == '1' && !e[1];
+}
+std::atomic<bool> mixed_allowed{mixed_from_environment()};
+
 }  // namespace
+
+void allow_mixed_fused_tiles(bool allowed) { mixed_allowed = allowed; }
+bool mixed_fused_tiles_allowed() { return mixed_allowed; }
 
 tiling choose_tiling(long long out_h, long long out_w, int kh, int kw, int min_tile, int max_tile, int forced) {
   int lo_h, hi_h, lo_w, hi_w;
@@ -54,25 +66,30 @@ tiling choose_tiling(long long out_h, long long out_w, int kh, int kw, int min_t
   return best;
 }
 
+tiling square_tiling(long long out_h, long long out_w, int kh, int kw, int tile) {
+  const int vh = tile - kh + 1, vw = tile - kw + 1;
+  if (vh < 1 || vw < 1)
+    throw std::invalid_argument("kernel " + std::to_string(kh) + " x " + std::to_string(kw) + " does not fit a " +
+                                std::to_string(tile) + " tile");
+  return {tile, tile, vh, vw, (out_h + vh - 1) / vh, (out_w + vw - 1) / vw};
+}
+
 double multipass_ps_per_pixel(const tiling& t) { return 1.4 * (8.0 + std::log2(double(t.tile_h) * t.tile_w)); }
 
 cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long planes, int kh, int kw, cuda_path path,
                                int forced, int sms, bool by_rule) {
-  constexpr int fused_min = 32, fused_max = 128, three_min = 256, three_max = 1024, multi_min = 16, multi_max = 4096;
+  constexpr int fused_max = 128, three_min = 256, three_max = 1024, multi_min = 16, multi_max = 4096;
   const bool any = path == cuda_path::automatic;
   cuda_tiling best;
   double best_cost = std::numeric_limits<double>::infinity();
-  const int side = (int)next_pow2(std::max(kh, kw));
-  // square tiles of the fused or three-pass path from lo to hi, priced by `cost`
-  auto square_tiles = [&](int lo, int hi, cuda_path kind, auto cost) {
-    lo = std::max(lo, side);
-    if (forced > 0) {  // that tile alone, when it is in [lo, hi]
-      lo = (int)std::max<long long>(lo, std::min<long long>(next_pow2(forced), 1 << 30));
-      if (lo <= hi) hi = lo;
-    }
+  const int side = std::max(kh, kw);
+  // the square tiles of the fused or three-pass path (`sides`, ascending) that hold the kernel,
+  // priced by `cost`; forced: the first of them at least that large alone
+  auto square_tiles = [&](const auto& sides, cuda_path kind, auto cost) {
     bool found = false;
-    for (int t = lo; t <= hi; t *= 2) {
-      const tiling c = choose_tiling(out_h, out_w, kh, kw, t, t);
+    for (const int t : sides) {
+      if (t < side || t < forced || !fused_side_in_use(t)) continue;
+      const tiling c = square_tiling(out_h, out_w, kh, kw, t);
       const long long tiles = planes * c.tiles_per_plane();
       if (tiles >= (1LL << 31)) continue;  // the kernels index tiles in 32 bits
       found = true;
@@ -81,11 +98,12 @@ cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long plane
         best_cost = v;
         best = {c, kind};
       }
+      if (forced > 0) break;
     }
     return found;
   };
   if (any || path == cuda_path::fused) {
-    const bool found = square_tiles(fused_min, fused_max, cuda_path::fused, [&](int t, long long tiles, const tiling& c) {
+    const bool found = square_tiles(fused_tile_sides, cuda_path::fused, [&](int t, long long tiles, const tiling& c) {
       const long long pairs = (tiles + 1) / 2;
       // the busiest multiprocessor's pairs over the average (>= 1): the kernels are issue-bound
       // on a multiprocessor, so its pairs cost about the same side by side or in a last wave of
@@ -105,11 +123,12 @@ cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long plane
     });
     if (path == cuda_path::fused && !found)
       throw std::invalid_argument("the fused kernel needs a kernel side <= " + std::to_string(fused_max) +
-                                  (forced > 0 ? " and a tile of 32, 64 or 128" : "") + "; kernel is " +
+                                  (forced > 0 ? " and a tile of 32, 64, 80 or 128" : "") + "; kernel is " +
                                   std::to_string(kh) + " x " + std::to_string(kw));
   }
   if (any || path == cuda_path::three_pass) {
-    const bool found = square_tiles(three_min, three_max, cuda_path::three_pass, [&](int t, long long tiles, const tiling& c) {
+    constexpr int three_sides[] = {three_min, 2 * three_min, three_max};
+    const bool found = square_tiles(three_sides, cuda_path::three_pass, [&](int t, long long tiles, const tiling& c) {
       // the tiles' input pixels past the image's edges (small images on large tiles) load through
       // the boundary rule, ~a quarter dearer than interior ones (H100: 64^2 .. 256^2 images
       // 1.1-1.3x the price without it, 4096^2 and 3000 x 4000 0.9-1.1x)

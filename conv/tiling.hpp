@@ -16,7 +16,7 @@
 namespace gpuconv::conv {
 
 struct tiling {
-  int tile_h = 0, tile_w = 0;    // FFT tile, powers of two
+  int tile_h = 0, tile_w = 0;    // FFT tile, powers of two (the fused path: also 80)
   int valid_h = 0, valid_w = 0;  // outputs per tile: tile - kernel + 1
   long long tiles_y = 0, tiles_x = 0;
   long long tiles_per_plane() const { return tiles_y * tiles_x; }
@@ -32,9 +32,12 @@ constexpr long long next_pow2(long long v) {
 // Picks tile_h x tile_w in [min_tile, max_tile] for an out_h x out_w output and a kh x kw
 // kernel; forced > 0 asks for that square tile (rounded up to cover the kernel).
 tiling choose_tiling(long long out_h, long long out_w, int kh, int kw, int min_tile, int max_tile, int forced = 0);
+// Square tiles of side `tile` (any side that holds the kernel: the fused path's 80 too).
+// Throws std::invalid_argument when the kernel does not fit.
+tiling square_tiling(long long out_h, long long out_w, int kh, int kw, int tile);
 
-// The CUDA backend's methods. FFT paths: the single-pass fused tile kernel (tiles of 32, 64 or
-// 128, one read and one write of the image), the three-pass tile path (tiles of 256, 512 or
+// The CUDA backend's methods. FFT paths: the single-pass fused tile kernel (tiles of 32, 64, 80
+// or 128, one read and one write of the image), the three-pass tile path (tiles of 256, 512 or
 // 1024: rows, columns with the spectrum multiply, rows; the tile spectra go through global
 // memory between the passes) or the multi-pass pipeline (any tile up to 4096, seven passes).
 // No transform: direct (direct.hpp: kh * kw multiply-adds per output from a shared tile, one
@@ -71,7 +74,19 @@ inline double outside_share(const tiling& c, long long out_h, long long out_w) {
   return 1.0 - covered_share(c.tiles_y, c.valid_h, c.tile_h, out_h) *
                    covered_share(c.tiles_x, c.valid_w, c.tile_w, out_w);
 }
-constexpr double fused_ps_per_pixel(int tile) { return tile <= 32 ? 3.9 : tile <= 64 ? 4.5 : 6.5; }
+// The fused path's tile sides, ascending: powers of two and the mixed side 80 = 5 x 16
+// (fused_mixed.cuh), whose one tile holds a 64^2 image's outputs with kernels up to 17 x 17.
+constexpr int fused_tile_sides[] = {32, 64, 80, 128};
+// Whether the chooser and plan_options::tile may take the mixed side: off unless switched on
+// (GPUCONV_FUSED_80=1 at start-up, or allow_mixed_fused_tiles): the 80-tile kernel has not run on
+// a GPU yet (session 68 built it; no device machine came for its tests). Off, a forced tile of
+// 65..80 is rounded up to 128 as before. fused_tiles takes 80 whatever this says.
+void allow_mixed_fused_tiles(bool allowed);
+bool mixed_fused_tiles_allowed();
+// A fused tile side the chooser may take now.
+inline bool fused_side_in_use(int side) { return fft::is_pow2(side) || mixed_fused_tiles_allowed(); }
+// (80: a guess between the 64- and 128-tiles' prices, not measured)
+constexpr double fused_ps_per_pixel(int tile) { return tile <= 32 ? 3.9 : tile <= 64 ? 4.5 : tile <= 80 ? 6.0 : 6.5; }
 // The fused tiles' price times 1 + this x the share of their input past the image, where a boundary
 // rule reads the image for it (choose_cuda_tiling; zero and constant boundaries: no factor).
 constexpr double fused_outside_by_rule = 0.25;
