@@ -88,7 +88,96 @@ void fused_128(int kind, int part) {
   check_method<std::uint16_t>(m, 100, 97, 2, 1, 128, 5, o);  // a kernel as tall as the tile
 }
 
+// The fused path on 80-tiles (conv/fused_mixed.cuh, mixed radix 5 x 16), as fused_128 above: every
+// mode x operation x boundary x pixel type on kernels from 1 x 1 to 31 x 31 and 80 x 3 (as tall as
+// the tile) and images from 1 x 1 to several tiles a side, then banks and batches. In two parts
+// (part 0: 1 x 1, 3 x 3 and 15 x 15; part 1: 4 x 7, 31 x 31 and 80 x 3, the banks and batches).
+void fused_80(int part) {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  struct restore {
+    ~restore() { allow_mixed_fused_tiles(false); }
+  } guard;
+  allow_mixed_fused_tiles(true);
+  test::forced_method m = cuda_forced(cuda_path::fused);
+  m.tile = 80;
+  m.tolerance = 2e-5;
+  constexpr std::array<int, 2> kernels[2][3] = {{{1, 1}, {3, 3}, {15, 15}}, {{4, 7}, {31, 31}, {80, 3}}};
+  const auto k = kernels[part][GENERATE(0, 1, 2)];
+  const auto img = GENERATE(std::array<int, 2>{1, 1}, std::array<int, 2>{9, 13}, std::array<int, 2>{64, 64},
+                            std::array<int, 2>{130, 301});
+  test::sweep_method(m, k, img);
+  if (part == 0) return;
+  options o;
+  check_method<float>(m, 200, 150, 3, 2, 17, 30, o);       // a bank of 2 on 3 planes: 3 x 3 tiles
+  check_method<std::uint8_t>(m, 64, 64, 5, 3, 15, 15, o);  // one 80-tile an image, a bank of 3
+  check_method<float>(m, 64, 64, 33, 1, 17, 17, o);        // a batch of small images, an odd tile count
+  o.border = boundary::wrap;
+  o.mode = output_mode::full;
+  check_method<std::uint16_t>(m, 100, 97, 2, 1, 5, 80, o);  // a kernel as wide as the tile
+}
+
 }  // namespace
+
+TEST_CASE("GPU fused 80-tiles (mixed radix): modes x operations x boundaries x types, 1 x 1, 3 x 3 and 15 x 15",
+          "[conv][gpu]") {
+  fused_80(0);
+}
+
+TEST_CASE("GPU fused 80-tiles (mixed radix): modes x operations x boundaries x types, 4 x 7, 31 x 31 and 80 x 3, "
+          "banks and batches",
+          "[conv][gpu]") {
+  fused_80(1);
+}
+
+TEST_CASE("CUDA fused 80-tiles: offered only when allowed, forced by plan_options::tile", "[conv]") {
+  struct restore {
+    ~restore() { allow_mixed_fused_tiles(false); }
+  } guard;
+  const auto dense15 = make_kernels(1, 15, 15, false, 31);
+  allow_mixed_fused_tiles(false);
+  // off (the default until the kernel has run on a GPU): a forced 80 rounds up to 128, as before
+  CHECK(choose_cuda_tiling(64, 64, 1024, 15, 15, cuda_path::fused, 80).tiles.tile_h == 128);
+  CHECK(choose_cuda_tiling(64, 64, 1024, 15, 15, cuda_path::automatic, 0, 132, false).tiles.tile_h != 80);
+  allow_mixed_fused_tiles(true);
+  const cuda_tiling forced = choose_cuda_tiling(64, 64, 1024, 15, 15, cuda_path::fused, 80);
+  CHECK(forced.tiles.tile_h == 80);
+  CHECK(forced.tiles.valid_h == 66);
+  CHECK(forced.tiles.tiles_per_plane() == 1);
+  CHECK(choose_cuda_tiling(64, 64, 1024, 15, 15, cuda_path::fused, 70).tiles.tile_h == 80);  // the next side up
+  CHECK(choose_cuda_tiling(64, 64, 1024, 81, 3, cuda_path::fused, 80).tiles.tile_h == 128);  // 81 rows need 128
+  CHECK_THROWS_AS(square_tiling(64, 64, 81, 3, 80), std::invalid_argument);
+  // by the model's guessed price (6.0 ps a padded pixel): one 80-tile an image (6,400 pixels)
+  // against four 32-tiles (4,096)
+  CHECK(choose_cuda_tiling(64, 64, 1024, 15, 15, cuda_path::automatic, 0, 132, false).tiles.tile_h == 80);
+  CHECK(choose_cuda_method(dense15, 1, 15, 15, 64, 64, 1024, cuda_path::automatic, 0, 132, false).tiles.tile_h == 80);
+}
+
+TEST_CASE("CUDA fused 80-tiles: the kernel's spectrum against a direct DFT in double", "[conv]") {
+  constexpr int T = fused_tiles::mixed_tile;
+  for (const auto& shape : {std::array<int, 2>{7, 5}, std::array<int, 2>{1, 80}, std::array<int, 2>{31, 31}}) {
+    const int kh = shape[0], kw = shape[1];
+    const auto k = test::random_reals<float>(std::size_t(kh) * kw, test::fresh_seed());
+    const auto got = fused_tiles::spectrum(T, k.data(), kh, kw);  // [kx][ky], scaled by 1 / T^2
+    REQUIRE(got.size() == std::size_t(T) * T);
+    double sum = 0, worst = 0;
+    for (float v : k) sum += std::abs(double(v));
+    const double pi = std::acos(-1.0);
+    for (int kx = 0; kx < T; ++kx)
+      for (int ky = 0; ky < T; ++ky) {
+        double re = 0, im = 0;
+        for (int i = 0; i < kh; ++i)
+          for (int j = 0; j < kw; ++j) {
+            const double a = -2 * pi * double((ky * i + kx * j) % T) / T, v = k[std::size_t(i) * kw + j];
+            re += v * std::cos(a);
+            im += v * std::sin(a);
+          }
+        const auto g = got[std::size_t(kx) * T + ky];
+        worst = std::max(worst, std::hypot(g.re * double(T) * T - re, g.im * double(T) * T - im));
+      }
+    INFO(kh << " x " << kw << ": largest difference " << worst << " of a kernel whose |k| sums to " << sum);
+    CHECK(worst <= 1e-6 * sum);
+  }
+}
 
 TEST_CASE("GPU fused 128-tiles, the half-spectrum kernel: modes x operations x boundaries x types, 1 x 1 and 3 x 3",
           "[conv][gpu]") {
