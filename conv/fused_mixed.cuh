@@ -63,8 +63,9 @@ __device__ GPUCONV_INLINE void mixed_columns_forward(fft::complex_t<float>* shar
   }
 }
 
-// Row ky's forward transform: v[q] = X(ky, kx = freq_index(t, q)) from the row's elements kx
-// (the caller synchronised after writing them), through the row's own elements.
+// Row ky's forward transform along x: the row's elements x (the column stage's X(ky, x); the
+// caller synchronised after writing them) in, v[q] = X(ky, kx = freq_index(t, q)) out, exchanging
+// through the row's own elements.
 template <typename policy>
 __device__ GPUCONV_INLINE void mixed_row_forward(fft::complex_t<float>* shared, int ky, int t,
                                                  const fft::complex_t<float>* table,
