@@ -35,11 +35,9 @@ bool mixed_alt_from_environment() {
 }
 const bool mixed_alt = mixed_alt_from_environment();
 
-// Calls f with the fused kernel's policy for mixed side `tile` (fused_tiles::mixed_tile).
+// Calls f with the 80-tiles' policy (fused_tiles::mixed_tile, the one mixed side).
 template <typename F>
-void dispatch_mixed_tile(int tile, F&& f) {
-  if (tile != fused_tiles::mixed_tile)
-    throw std::invalid_argument("fused_tiles: no mixed-side kernel for tile " + std::to_string(tile));
+void with_mixed_policy(F&& f) {
   if (mixed_alt) f(fused_mixed_80_alt{});
   else f(fused_mixed_80{});
 }
@@ -172,7 +170,7 @@ void fused_tiles::run(const in_t* in, out_t* out, const tile_map& m, cudaStream_
   if (total_tiles >= (1LL << 31))
     throw std::invalid_argument("fused_tiles::run: " + std::to_string(total_tiles) + " tiles in one launch (at most 2^31 - 1)");
   if (tile_ == mixed_tile) {
-    dispatch_mixed_tile(tile_, [&](auto p) {
+    with_mixed_policy([&](auto p) {
       using policy = decltype(p);
       const long long pairs = (m.tiles_per_kernel + 1) / 2 * m.kernels;
       const unsigned grid = (unsigned)std::min<long long>(pairs, max_grid_);

@@ -88,7 +88,7 @@ cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long plane
   auto square_tiles = [&](const auto& sides, cuda_path kind, auto cost) {
     bool found = false;
     for (const int t : sides) {
-      if (t < side || t < forced || !fused_side_in_use(t)) continue;
+      if (t < side || t < forced || (kind == cuda_path::fused && !fused_side_in_use(t))) continue;
       const tiling c = square_tiling(out_h, out_w, kh, kw, t);
       const long long tiles = planes * c.tiles_per_plane();
       if (tiles >= (1LL << 31)) continue;  // the kernels index tiles in 32 bits

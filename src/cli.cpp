@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <map>
 
 #include <CLI/CLI.hpp>
 
+#include "conv/boundary_name.hpp"
 #include "errors.hpp"
 #include "kernel_io.hpp"
 
@@ -96,11 +96,8 @@ void add_convolution_options(CLI::App& app, cli_options& o, raw_values& raw) {
 }
 
 conv::boundary parse_boundary(const std::string& text, float& constant) {
-  static const std::map<std::string, conv::boundary> names{
-      {"zero", conv::boundary::zero},       {"replicate", conv::boundary::replicate},
-      {"reflect", conv::boundary::reflect}, {"reflect101", conv::boundary::reflect101},
-      {"wrap", conv::boundary::wrap}};
-  if (const auto it = names.find(text); it != names.end()) return it->second;
+  // the rules by name but `constant`, which takes its value here
+  if (const auto b = conv::boundary_named(text); b && *b != conv::boundary::constant) return *b;
   if (text.rfind("constant:", 0) == 0) {
     const auto v = parse_number(text.substr(9));
     if (!v || !std::isfinite(*v) || std::abs(*v) > 3.4e38)
