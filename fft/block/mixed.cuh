@@ -8,6 +8,9 @@
 // own elements k1 M .. k1 M + M - 1 (the caller synchronises between its reads of the line
 // and the transform, and between the transform and its writes).
 //
+// batch_exchanges: the R sub-transforms pass by pass together (block_fft_t::run_rows), one
+// exchange (barrier pair) a pass for all R instead of R of them.
+//
 // Twiddle table: W_{2M}^e (e < 2M, block_fft_t's) followed by W_n^e (e < n);
 // mixed_twiddle_table builds it. The inverse is unnormalised.
 #pragma once
@@ -17,7 +20,7 @@
 namespace gpuconv::fft {
 
 template <int R, int M, int T, typename twiddle_load = twiddle_load_ro, bool rows_across_warps = false,
-          int line_stride = 0>
+          int line_stride = 0, bool batch_exchanges = false>
 struct block_mixed_fft_t {
   using layout = mixed_layout<R, M, T>;
   static constexpr int n = R * M, Pm = M / T, items_per_thread = R * Pm;
@@ -46,12 +49,19 @@ struct block_mixed_fft_t {
  private:
   template <bool inverse>
   static __device__ GPUCONV_INLINE void sub_transforms(items_t& v, value_t* column_shared, int t, const value_t* table) {
-    static_for<R>([&](auto k1) {
-      array_t<value_t, Pm> y;
-      static_for<Pm>([&](auto m) { y[m.value] = v[k1.value * Pm + m.value]; });
-      sub_t<inverse>::run(y, column_shared + k1.value * sub_shared_elems, t, table);
-      static_for<Pm>([&](auto m) { v[k1.value * Pm + m.value] = y[m.value]; });
-    });
+    if constexpr (batch_exchanges) {
+      array_t<typename sub_t<inverse>::items_t, R> y;
+      static_for<R>([&](auto k1) { static_for<Pm>([&](auto m) { y[k1.value][m.value] = v[k1.value * Pm + m.value]; }); });
+      sub_t<inverse>::template run_rows<R, sub_shared_elems>(y, column_shared, t, table);
+      static_for<R>([&](auto k1) { static_for<Pm>([&](auto m) { v[k1.value * Pm + m.value] = y[k1.value][m.value]; }); });
+    } else {
+      static_for<R>([&](auto k1) {
+        array_t<value_t, Pm> y;
+        static_for<Pm>([&](auto m) { y[m.value] = v[k1.value * Pm + m.value]; });
+        sub_t<inverse>::run(y, column_shared + k1.value * sub_shared_elems, t, table);
+        static_for<Pm>([&](auto m) { v[k1.value * Pm + m.value] = y[m.value]; });
+      });
+    }
   }
 };
 

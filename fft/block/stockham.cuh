@@ -86,50 +86,69 @@ struct block_fft_t {
 
   // On entry v[m] = x[t + T*m]; on exit v[m] = X[t + T*m]. Every thread of the block calls it.
   static __device__ GPUCONV_INLINE void run(items_t& v, value_t* row_shared, int t, const value_t* table) {
-    v = fft_t<float, P, inverse>{}(v);  // pass 1: Ns = 1, one butterfly per thread, no twiddles
+    array_t<items_t, 1> rows;
+    rows[0] = v;
+    run_rows<1, 0>(rows, row_shared, t, table);
+    v = rows[0];
+  }
+
+  // Q rows at once, row q through its own buffer at row_shared + q * row_step: each pass's
+  // exchange is one for all Q rows (one barrier pair, Q times the shared loads in flight) where
+  // run() would take Q of them. v[q] as run()'s v.
+  template <int Q, int row_step>
+  static __device__ GPUCONV_INLINE void run_rows(array_t<items_t, Q>& v, value_t* row_shared, int t, const value_t* table) {
+    static_for<Q>([&](auto q) { v[q.value] = fft_t<float, P, inverse>{}(v[q.value]); });  // pass 1: Ns = 1, no twiddles
     if constexpr (T > 1) {
-      static_for<P>([&](auto r) { row_shared[padded(t * P + r.value)] = v[r.value]; });
-      pass<P>(v, row_shared, t, table);
+      static_for<Q>([&](auto q) {
+        static_for<P>([&](auto r) { row_shared[q.value * row_step + padded(t * P + r.value)] = v[q.value][r.value]; });
+      });
+      pass<P, Q, row_step>(v, row_shared, t, table);
     }
   }
 
  private:
-  template <int Ns>
-  static __device__ GPUCONV_INLINE void pass(items_t& v, value_t* row_shared, int t, const value_t* table) {
+  template <int Ns, int Q, int row_step>
+  static __device__ GPUCONV_INLINE void pass(array_t<items_t, Q>& v, value_t* row_shared, int t, const value_t* table) {
     constexpr int R = radix_at(Ns);
     constexpr int B = P / R;  // butterflies per thread
     constexpr bool last = Ns * R == N;
     constexpr int stride_in = N / R;
     constexpr int tw_step = table_n / (Ns * R);
     sync();  // the previous pass's writes are visible
-    items_t w;
-    static_for<B>([&](auto u) {
-      const int b = t + T * u.value;
-      static_for<R>([&](auto r) { w[u.value * R + r.value] = row_shared[padded(b + r.value * stride_in)]; });
+    array_t<items_t, Q> w;
+    static_for<Q>([&](auto q) {
+      static_for<B>([&](auto u) {
+        const int b = t + T * u.value;
+        static_for<R>([&](auto r) {
+          w[q.value][u.value * R + r.value] = row_shared[q.value * row_step + padded(b + r.value * stride_in)];
+        });
+      });
     });
     if constexpr (!last) sync();  // everyone has read before anyone overwrites
-    static_for<B>([&](auto u) {
-      const int b = t + T * u.value;
-      const int j = b & (Ns - 1);
-      array_t<value_t, R> y;
-      static_for<R>([&](auto r) {
-        constexpr int rr = decltype(r)::value;
-        if constexpr (rr == 0) {
-          y[0] = w[u.value * R];
+    static_for<Q>([&](auto q) {
+      static_for<B>([&](auto u) {
+        const int b = t + T * u.value;
+        const int j = b & (Ns - 1);
+        array_t<value_t, R> y;
+        static_for<R>([&](auto r) {
+          constexpr int rr = decltype(r)::value;
+          if constexpr (rr == 0) {
+            y[0] = w[q.value][u.value * R];
+          } else {
+            constexpr int offset = pass_table_offset(Ns);
+            const value_t* tw = pass_tables ? table + offset + (rr - 1) * Ns + j : table + j * rr * tw_step;
+            y[rr] = special_mul<inverse>(w[q.value][u.value * R + rr], twiddle_load::load(tw));
+          }
+        });
+        y = fft_t<float, R, inverse>{}(y);
+        if constexpr (last) {
+          static_for<R>([&](auto r) { v[q.value][u.value + r.value * B] = y[r.value]; });
         } else {
-          constexpr int offset = pass_table_offset(Ns);
-          const value_t* tw = pass_tables ? table + offset + (rr - 1) * Ns + j : table + j * rr * tw_step;
-          y[rr] = special_mul<inverse>(w[u.value * R + rr], twiddle_load::load(tw));
+          static_for<R>([&](auto r) { row_shared[q.value * row_step + padded((b - j) * R + j + r.value * Ns)] = y[r.value]; });
         }
       });
-      y = fft_t<float, R, inverse>{}(y);
-      if constexpr (last) {
-        static_for<R>([&](auto r) { v[u.value + r.value * B] = y[r.value]; });
-      } else {
-        static_for<R>([&](auto r) { row_shared[padded((b - j) * R + j + r.value * Ns)] = y[r.value]; });
-      }
     });
-    if constexpr (!last) pass<Ns * R>(v, row_shared, t, table);
+    if constexpr (!last) pass<Ns * R, Q, row_step>(v, row_shared, t, table);
   }
 };
 
