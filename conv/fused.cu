@@ -28,23 +28,9 @@ int fused_128_from_environment() {
 }
 std::atomic<int> forced_128{fused_128_from_environment()};
 
-// GPUCONV_FUSED_MIXED=1: the 80-tiles on fused_mixed_80_alt's layout (measurements)
-bool mixed_alt_from_environment() {
-  const char* e = std::getenv("GPUCONV_FUSED_MIXED");
-  return e && e[0] == '1' && !e[1];
-}
-const bool mixed_alt = mixed_alt_from_environment();
-
-// Calls f with the 80-tiles' policy (fused_tiles::mixed_tile, the one mixed side).
-template <typename F>
-void with_mixed_policy(F&& f) {
-  if (mixed_alt) f(fused_mixed_80_alt{});
-  else f(fused_mixed_80{});
-}
-
 template <typename policy>
 void allow_mixed_shared() {
-  constexpr int bytes = policy::shared_memory_bytes;
+  constexpr int bytes = fused_mixed_shared_bytes<policy>;
   GPUCONV_CUDA(cudaFuncSetAttribute(&fused_mixed_kernel<policy, float, float>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   GPUCONV_CUDA(cudaFuncSetAttribute(&fused_mixed_kernel<policy, std::uint8_t, std::uint8_t>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   GPUCONV_CUDA(cudaFuncSetAttribute(&fused_mixed_kernel<policy, std::uint16_t, std::uint16_t>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
@@ -93,10 +79,10 @@ fused_tiles::fused_tiles(int tile, const std::vector<float>& kernels, int count,
   GPUCONV_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   dispatch_fused_tile(tile, [&](auto t) {
     using policy = typename fused_policy_for<decltype(t)::value>::type;
-    if constexpr (policy::shared_memory_bytes > 48 * 1024)
-      GPUCONV_CUDA(cudaFuncSetAttribute(&fused_tile_kernel<policy, float, float>, cudaFuncAttributeMaxDynamicSharedMemorySize, policy::shared_memory_bytes));
+    if constexpr (fused_tile_shared_bytes<policy> > 48 * 1024)
+      GPUCONV_CUDA(cudaFuncSetAttribute(&fused_tile_kernel<policy, float, float>, cudaFuncAttributeMaxDynamicSharedMemorySize, fused_tile_shared_bytes<policy>));
     GPUCONV_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, &fused_tile_kernel<policy, float, float>,
-                                                              policy::block_threads, policy::shared_memory_bytes));
+                                                              policy::block_threads, fused_tile_shared_bytes<policy>));
   });
   max_grid_ = (long long)std::max(per_sm, 1) * sms * GPUCONV_FUSED_PERSISTENT;
 #endif
@@ -112,7 +98,6 @@ fused_tiles::fused_tiles(int tile, const std::vector<float>& kernels, int count,
   if (tile == mixed_tile) {
     table_ = fft::device_column_table(tile);  // block_mixed_fft_t's W_{2M}^e, then W_T^e
     allow_mixed_shared<fused_mixed_80>();
-    allow_mixed_shared<fused_mixed_80_alt>();
     return;
   }
   table_ = fft::device_twiddle_table(2 * tile);  // block_fft_t's W_{2N}^e
@@ -125,8 +110,8 @@ fused_tiles::fused_tiles(int tile, const std::vector<float>& kernels, int count,
   // tiles of 128 need more than the default 48 KB of dynamic shared memory: raise it once, here
   dispatch_fused_tile(tile, [&](auto t) {
     using policy = typename fused_policy_for<decltype(t)::value>::type;
-    if constexpr (policy::shared_memory_bytes > 48 * 1024) {
-      constexpr int bytes = policy::shared_memory_bytes;
+    if constexpr (fused_tile_shared_bytes<policy> > 48 * 1024) {
+      constexpr int bytes = fused_tile_shared_bytes<policy>;
       GPUCONV_CUDA(cudaFuncSetAttribute(&fused_tile_kernel<policy, float, float>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
       GPUCONV_CUDA(cudaFuncSetAttribute(&fused_tile_kernel<policy, std::uint8_t, std::uint8_t>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
       GPUCONV_CUDA(cudaFuncSetAttribute(&fused_tile_kernel<policy, std::uint16_t, std::uint16_t>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
@@ -170,14 +155,12 @@ void fused_tiles::run(const in_t* in, out_t* out, const tile_map& m, cudaStream_
   if (total_tiles >= (1LL << 31))
     throw std::invalid_argument("fused_tiles::run: " + std::to_string(total_tiles) + " tiles in one launch (at most 2^31 - 1)");
   if (tile_ == mixed_tile) {
-    with_mixed_policy([&](auto p) {
-      using policy = decltype(p);
-      const long long pairs = (m.tiles_per_kernel + 1) / 2 * m.kernels;
-      const unsigned grid = (unsigned)std::min<long long>(pairs, max_grid_);
-      fused_mixed_kernel<policy, in_t, out_t><<<grid, policy::block_threads, policy::shared_memory_bytes, stream>>>(
-          in, out, m, spectrum_.data(), table_.data());
-      check_launch("fused_mixed_kernel");
-    });
+    using policy = fused_mixed_80;
+    const long long pairs = (m.tiles_per_kernel + 1) / 2 * m.kernels;
+    const unsigned grid = (unsigned)std::min<long long>(pairs, max_grid_);
+    fused_mixed_kernel<policy, in_t, out_t><<<grid, policy::block_threads, fused_mixed_shared_bytes<policy>, stream>>>(
+        in, out, m, spectrum_.data(), table_.data());
+    check_launch("fused_mixed_kernel");
     return;
   }
   if (tile_ == 128 && use_half(m, std::is_same_v<in_t, float>)) {
@@ -191,8 +174,8 @@ void fused_tiles::run(const in_t* in, out_t* out, const tile_map& m, cudaStream_
     using policy = typename fused_policy_for<decltype(t)::value>::type;
     const long long pairs = (m.tiles_per_kernel + 1) / 2 * m.kernels;
     const unsigned grid = (unsigned)std::min<long long>(pairs, max_grid_);
-    fused_tile_kernel<policy, in_t, out_t><<<grid, policy::block_threads, policy::shared_memory_bytes, stream>>>(in, out, m, spectrum_.data(),
-                                                                                          table_.data());
+    fused_tile_kernel<policy, in_t, out_t><<<grid, policy::block_threads, fused_tile_shared_bytes<policy>, stream>>>(
+        in, out, m, spectrum_.data(), table_.data());
     check_launch("fused_tile_kernel");
   });
 }

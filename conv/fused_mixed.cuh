@@ -25,7 +25,7 @@ namespace gpuconv::conv {
 // n: the side; TL: threads a line (n / TL / R values of each of the R sub-transforms a thread);
 // L: lines a thread, one after the other; min_blocks: __launch_bounds__'s blocks an SM for the
 // fused kernel (the slice kernels take one block an SM whatever it says).
-template <int n, int TL, int L, int min_blocks_ = 1>
+template <int n, int TL, int L, int min_blocks_ = 1, bool batch = false>
 struct mixed_tile_policy {
   static constexpr int R = fft::odd_part(n), M = n / R;
   static constexpr int tile = n, lines_per_thread = L, lanes = n / L, threads_per_line = TL;
@@ -38,8 +38,8 @@ struct mixed_tile_policy {
   static constexpr int shared_memory_bytes = n * stride * 8 + 2 * 48;
   using layout = fft::mixed_layout<R, M, TL>;
   static constexpr int items = layout::items;
-  using column_fft = fft::block_mixed_fft_t<R, M, TL, fft::twiddle_load_late, true, stride>;
-  using row_fft = fft::block_mixed_fft_t<R, M, TL, fft::twiddle_load_late, true, 1>;
+  using column_fft = fft::block_mixed_fft_t<R, M, TL, fft::twiddle_load_late, true, stride, batch>;
+  using row_fft = fft::block_mixed_fft_t<R, M, TL, fft::twiddle_load_late, true, 1, batch>;
 };
 
 namespace detail {
@@ -104,17 +104,21 @@ __device__ GPUCONV_INLINE void mixed_columns_inverse(fft::complex_t<float>* shar
 
 template <typename policy>
 struct is_mixed_tile : std::false_type {};
-template <int n, int TL, int L, int B>
-struct is_mixed_tile<mixed_tile_policy<n, TL, L, B>> : std::true_type {};
+template <int n, int TL, int L, int B, bool batch>
+struct is_mixed_tile<mixed_tile_policy<n, TL, L, B, batch>> : std::true_type {};
 
-// The 2D fused path's mixed side 80 and its layouts (ptxas, sm_90). 4 threads a line: a 16-point
-// sub-transform takes one exchange (5 barriers a line transform), but 20 values a thread want
-// 168 registers; at two blocks an SM (320 threads, the 102-register cap) ~340 bytes spill.
-// GPUCONV_FUSED_MIXED=1 at start-up (measurements) takes 8 threads a line and two lines a
-// thread instead: 10 values, 96 registers and no spills at two blocks of 320 threads, but three
-// exchanges a sub-transform (25 barriers a line transform).
-using fused_mixed_80 = mixed_tile_policy<80, 4, 1, 2>;
-using fused_mixed_80_alt = mixed_tile_policy<80, 8, 2, 2>;
+// The 2D fused path's mixed side 80 (ptxas, sm_90): 4 threads a line and 2 lines a thread (160
+// threads), the five 16-point sub-transforms' exchanges together (batch: one barrier pair a pass,
+// five times the shared loads in flight), 168 registers and two blocks an SM. Measured on the H100
+// (1024 x 64^2, K = 9..17, zero boundary, session 69) against the other layouts, each with and
+// without the batched exchanges: 0.045 ms here; 4 threads, one line (320 threads, 102-register
+// cap, ~490 bytes of spills) 0.098-0.104; 8 threads, two lines (96 registers) 0.059-0.062.
+using fused_mixed_80 = mixed_tile_policy<80, 4, 2, 2, true>;
+
+// The fused kernel's shared memory: the policy's (the array, the two origins), then the pair's
+// row tables (detail::row_table_bytes).
+template <typename policy>
+constexpr int fused_mixed_shared_bytes = policy::shared_memory_bytes + detail::row_table_bytes(policy::tile);
 
 // One block convolves two overlap-save tiles of map m (as fused_tile_kernel: a in the real part,
 // b in the imaginary part; the spectrum [kx][ky] scaled by 1 / n^2). Per pair: columns x
@@ -133,15 +137,23 @@ fused_mixed_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_ma
   extern __shared__ __align__(16) unsigned char shared_raw[];
   cf* shared = reinterpret_cast<cf*>(shared_raw);
   auto* origins = reinterpret_cast<detail::tile_origin*>(shared_raw + T * S * 8);
+  int* in_rows = reinterpret_cast<int*>(shared_raw + policy::shared_memory_bytes);  // the pair's row tables
 
   const int first = threadIdx.x % lanes, t = threadIdx.x / lanes;
   auto rows = [](int q) { return layout::time_index(0, q); };  // time_index(t, q) = t + rows(q)
   detail::for_each_pair<T>(m, spectra, origins, [&](bool has_b, const cf* spectrum) {
+    // a pair across the image's top or bottom edge: the row tables (one barrier), else none
+    const int* in_table = nullptr;
+    if (detail::pair_crosses_rows<T>(m, origins, has_b)) {
+      detail::publish_row_tables<T>(m, origins, has_b, in_rows);
+      __syncthreads();
+      in_table = in_rows;
+    }
     // columns x: rows time_index(t, q) loaded, X(ky, x) left in the column's elements ky
     detail::mixed_columns_forward<policy>(shared, first, t, table, [&](int x, fft::array_t<cf, I>& v) {
       float a[I], b[I];
-      detail::load_column_by<I>(in, m, true, origins[0], x, t, T, rows, a);
-      detail::load_column_by<I>(in, m, has_b, origins[1], x, t, T, rows, b);
+      detail::load_column_rows<I>(in, m, true, origins[0], x, t, T, rows, in_table, a);
+      detail::load_column_rows<I>(in, m, has_b, origins[1], x, t, T, rows, in_table ? in_table + T : nullptr, b);
       fft::static_for<I>([&](auto q) { v[q.value] = {a[q.value], b[q.value]}; });
     });
     __syncthreads();
@@ -163,8 +175,9 @@ fused_mixed_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_ma
     __syncthreads();
     // columns x: y(time_index(t, q), x), the valid outputs written
     detail::mixed_columns_inverse<policy>(shared, first, t, table, [&](int x, const float(&a)[I], const float(&b)[I]) {
-      detail::store_column_by<I>(out, m, true, origins[0], x, t, rows, a);
-      detail::store_column_by<I>(out, m, has_b, origins[1], x, t, rows, b);
+      const int* out_table = in_table ? in_table + 2 * T : nullptr;
+      detail::store_column_rows<I>(out, m, true, origins[0], x, t, rows, out_table, a);
+      detail::store_column_rows<I>(out, m, has_b, origins[1], x, t, rows, out_table ? out_table + T : nullptr, b);
     });
   });
 }

@@ -189,8 +189,101 @@ __device__ GPUCONV_INLINE void load_column_at(const in_t* __restrict__ column, l
 // < n, the tile's side), as floats; 0 when there is no tile. Neighbouring lanes hold
 // neighbouring columns, so each load is one coalesced row segment.
 template <int I, typename Offset, typename in_t>
+__device__ GPUCONV_INLINE void load_column_rows(const in_t* __restrict__ in, const tile_map& m, bool present,
+                                                const tile_origin& o, int v, int t, int n, Offset offset, const int* rows,
+                                                float (&x)[I]);
+template <int I, typename Offset, typename in_t>
 __device__ GPUCONV_INLINE void load_column_by(const in_t* __restrict__ in, const tile_map& m, bool present,
                                               const tile_origin& o, int v, int t, int n, Offset offset, float (&x)[I]) {
+  load_column_rows<I>(in, m, present, o, v, t, n, offset, static_cast<const int*>(nullptr), x);
+}
+
+// Rows t + TL*j (j < I): the power-of-two tiles' layout.
+template <int I, int TL, typename in_t>
+__device__ GPUCONV_INLINE void load_column(const in_t* __restrict__ in, const tile_map& m, bool present,
+                                           const tile_origin& o, int v, int t, float (&x)[I]) {
+  load_column_by<I>(in, m, present, o, v, t, I * TL, [](int j) { return TL * j; }, x);
+}
+
+// Writes the valid outputs of column `v` of the tile at o from x[j] (rows t + offset(j)), their
+// output rows from the tile's row table (`rows`, detail::publish_row_tables) or, where rows is
+// null, computed.
+template <int I, typename Offset, typename out_t>
+__device__ GPUCONV_INLINE void store_column_rows(out_t* __restrict__ out, const tile_map& m, bool present,
+                                                 const tile_origin& o, int v, int t, Offset offset, const int* rows,
+                                                 const float (&x)[I]) {
+  if (!present) return;
+  const int b = v - (m.kw - 1);
+  if (b < 0) return;
+  const long long xo = o.out_x + b;
+  if (xo >= m.out_w) return;
+  out_t* column = out + o.out_plane * m.out_h * m.out_w + xo;
+  if (rows) {
+#pragma unroll
+    for (int j = 0; j < I; ++j) {
+      const int y = rows[t + offset(j)];
+      if (y >= 0) column[(long long)y * m.out_w] = store_pixel<out_t>(x[j]);
+    }
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < I; ++j) {
+    const int a = t + offset(j) - (m.kh - 1);
+    const long long y = o.out_y + a;
+    if (a >= 0 && y < m.out_h) column[y * m.out_w] = store_pixel<out_t>(x[j]);
+  }
+}
+template <int I, typename Offset, typename out_t>
+__device__ GPUCONV_INLINE void store_column_by(out_t* __restrict__ out, const tile_map& m, bool present,
+                                               const tile_origin& o, int v, int t, Offset offset, const float (&x)[I]) {
+  store_column_rows<I>(out, m, present, o, v, t, offset, static_cast<const int*>(nullptr), x);
+}
+
+// Rows t + TL*j (j < I).
+template <int I, int TL, typename out_t>
+__device__ GPUCONV_INLINE void store_column(out_t* __restrict__ out, const tile_map& m, bool present,
+                                            const tile_origin& o, int v, int t, const float (&x)[I]) {
+  store_column_by<I>(out, m, present, o, v, t, [](int j) { return TL * j; }, x);
+}
+
+// The pair's row tables: for each of its two tiles and tile row i, the input row the boundary
+// rule reads (in_rows[T * tile + i], -1 outside the image) and the output row it writes
+// (out_rows, -1: none). A tile that crosses the image's top or bottom edge (all of them on small
+// images) then takes a shared read an element where border_index would take 64-bit arithmetic
+// and a switch on the rule; a pair inside the image goes without (no tables, no barrier).
+constexpr int row_table_bytes(int tile) { return 4 * tile * 4; }
+
+// Whether either tile of the pair reads rows past the image or writes rows past the output (the
+// same for every thread of the block: the origins are in shared memory).
+template <int T>
+__device__ GPUCONV_INLINE bool pair_crosses_rows(const tile_map& m, const tile_origin* origins, bool has_b) {
+  auto crosses = [&](const tile_origin& o) {
+    return o.in_y < 0 || o.in_y + T > m.height || o.out_y + (T - (m.kh - 1)) > m.out_h;
+  };
+  return crosses(origins[0]) || (has_b && crosses(origins[1]));
+}
+
+// The pair's row tables (row_table_bytes at in_rows, out_rows = in_rows + 2 T), every thread of
+// the block calling; the caller synchronises before their use.
+template <int T>
+__device__ GPUCONV_INLINE void publish_row_tables(const tile_map& m, const tile_origin* origins, bool has_b, int* in_rows) {
+  int* out_rows = in_rows + 2 * T;
+  for (int i = threadIdx.x; i < 2 * T; i += blockDim.x) {
+    const int which = i / T, row = i - which * T;
+    if (which == 1 && !has_b) continue;
+    const tile_origin& o = origins[which];
+    in_rows[i] = border_index(o.in_y + row, (int)m.height, m.border);
+    const int a = row - (m.kh - 1);
+    out_rows[i] = a >= 0 && o.out_y + a < m.out_h ? (int)(o.out_y + a) : -1;
+  }
+}
+
+// load_column_by, the rows from the tile's row table (`rows`: its 2 T entries' first T, the
+// tile's own) or, where rows is null, computed (load_column_at).
+template <int I, typename Offset, typename in_t>
+__device__ GPUCONV_INLINE void load_column_rows(const in_t* __restrict__ in, const tile_map& m, bool present,
+                                                const tile_origin& o, int v, int t, int n, Offset offset, const int* rows,
+                                                float (&x)[I]) {
   if (!present) {
 #pragma unroll
     for (int j = 0; j < I; ++j) x[j] = 0.f;
@@ -203,42 +296,19 @@ __device__ GPUCONV_INLINE void load_column_by(const in_t* __restrict__ in, const
     for (int j = 0; j < I; ++j) x[j] = outside;
     return;
   }
-  load_column_at<I>(in + o.in_plane * m.height * m.width + c, o.in_y, t, n, offset, m.width, m.height, m.border, outside,
-                    x);
-}
-
-// Rows t + TL*j (j < I): the power-of-two tiles' layout.
-template <int I, int TL, typename in_t>
-__device__ GPUCONV_INLINE void load_column(const in_t* __restrict__ in, const tile_map& m, bool present,
-                                           const tile_origin& o, int v, int t, float (&x)[I]) {
-  load_column_by<I>(in, m, present, o, v, t, I * TL, [](int j) { return TL * j; }, x);
-}
-
-// Writes the valid outputs of column `v` of the tile at o from x[j] (rows t + offset(j)).
-template <int I, typename Offset, typename out_t>
-__device__ GPUCONV_INLINE void store_column_by(out_t* __restrict__ out, const tile_map& m, bool present,
-                                               const tile_origin& o, int v, int t, Offset offset, const float (&x)[I]) {
-  if (!present) return;
-  const int b = v - (m.kw - 1);
-  if (b < 0) return;
-  const long long xo = o.out_x + b;
-  if (xo >= m.out_w) return;
-  out_t* column = out + o.out_plane * m.out_h * m.out_w + xo;
+  const in_t* column = in + o.in_plane * m.height * m.width + c;
+  if (!rows) {
+    load_column_at<I>(column, o.in_y, t, n, offset, m.width, m.height, m.border, outside, x);
+    return;
+  }
 #pragma unroll
   for (int j = 0; j < I; ++j) {
-    const int a = t + offset(j) - (m.kh - 1);
-    const long long y = o.out_y + a;
-    if (a >= 0 && y < m.out_h) column[y * m.out_w] = store_pixel<out_t>(x[j]);
+    const int r = rows[t + offset(j)];
+    x[j] = r < 0 ? outside : static_cast<float>(__ldg(column + (long long)r * m.width));
   }
 }
 
-// Rows t + TL*j (j < I).
-template <int I, int TL, typename out_t>
-__device__ GPUCONV_INLINE void store_column(out_t* __restrict__ out, const tile_map& m, bool present,
-                                            const tile_origin& o, int v, int t, const float (&x)[I]) {
-  store_column_by<I>(out, m, present, o, v, t, [](int j) { return TL * j; }, x);
-}
-
+// store_column_by, the rows from the tile's output row table (`rows`, or null: computed).
 }  // namespace detail
 
 namespace detail {
@@ -295,6 +365,11 @@ __device__ GPUCONV_INLINE void tile_inverse_2d(fft::array_t<fft::complex_t<float
 
 }  // namespace detail
 
+// The kernel's shared memory: the policy's (the lines, the two origins), then the pair's row
+// tables (detail::row_table_bytes).
+template <typename policy>
+constexpr int fused_tile_shared_bytes = policy::shared_memory_bytes + detail::row_table_bytes(policy::tile);
+
 // Thread layout: line = threadIdx.x % lanes (+ lanes for a thread's second line), t =
 // threadIdx.x / lanes. Each line (a column of the tile first, then a row) is spread over
 // T/I threads of the same t-stride, one line per lane: loads and stores of a warp cover 32 neighbouring pixels, twiddles (which depend on
@@ -320,6 +395,7 @@ fused_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_map
   // where the pair's two tiles sit, computed once per pair by two threads and read back
   // from shared memory where needed (not kept in registers across the FFTs)
   auto* origins = reinterpret_cast<detail::tile_origin*>(shared_raw + T * stride * 8);
+  int* in_rows = reinterpret_cast<int*>(shared_raw + policy::shared_memory_bytes);  // the pair's row tables
 
   // this thread's lines: first + lanes * h, h < L
   const int first = threadIdx.x % lanes, t = threadIdx.x / lanes;
@@ -334,11 +410,19 @@ fused_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_map
     const cf* spectrum = spectra + kernel * T * T;
     detail::publish_origins(m, p, origins);
     __syncthreads();
+    // a pair across the image's top or bottom edge: the row tables (one barrier), else none
+    const int* in_table = nullptr;
+    if (detail::pair_crosses_rows<T>(m, origins, has_b)) {
+      detail::publish_row_tables<T>(m, origins, has_b, in_rows);
+      __syncthreads();
+      in_table = in_rows;
+    }
     fft::array_t<cf, I> v[L];
     fft::static_for<L>([&](auto h) {
       float a[I], b[I];
-      detail::load_column<I, TL>(in, m, true, origins[0], line_of(h.value), t, a);
-      detail::load_column<I, TL>(in, m, has_b, origins[1], line_of(h.value), t, b);
+      auto rows = [](int j) { return TL * j; };
+      detail::load_column_rows<I>(in, m, true, origins[0], line_of(h.value), t, T, rows, in_table, a);
+      detail::load_column_rows<I>(in, m, has_b, origins[1], line_of(h.value), t, T, rows, in_table ? in_table + T : nullptr, b);
       fft::static_for<I>([&](auto j) { v[h.value][j.value] = {a[j.value], b[j.value]}; });
     });
     // v[h][j] = X(ky = line, kx = t + TL*j), times the kernel's spectrum [kx][ky] (neighbouring
@@ -357,8 +441,10 @@ fused_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_map
         a[j.value] = v[h.value][j.value].re;
         b[j.value] = v[h.value][j.value].im;
       });
-      detail::store_column<I, TL>(out, m, true, origins[0], line_of(h.value), t, a);
-      detail::store_column<I, TL>(out, m, has_b, origins[1], line_of(h.value), t, b);
+      auto rows = [](int j) { return TL * j; };
+      const int* out_table = in_table ? in_table + 2 * T : nullptr;
+      detail::store_column_rows<I>(out, m, true, origins[0], line_of(h.value), t, rows, out_table, a);
+      detail::store_column_rows<I>(out, m, has_b, origins[1], line_of(h.value), t, rows, out_table ? out_table + T : nullptr, b);
     });
     __syncthreads();  // the line scratch is reused by the next pair
   }
