@@ -102,8 +102,12 @@ namespace {
 // measured ran it fastest: max_cuda_direct_taps = 225. That was with reflect101; with a zero
 // boundary the fused tiles on those shapes were faster (1024 x 64^2 K = 13 0.074 ms; 1000 x 28^2
 // K = 13 0.024 against direct's 0.029), and the crossover there is not measured, so zero and
-// constant boundaries keep 128 on the GPU too. The CPU keeps 128: its prices past that are not
-// fitted.
+// constant boundaries kept 128 on the GPU too. The CPU keeps 128: its prices past that are not
+// fitted. Session 69: the fused tiles' row tables (fused_tile.cuh) took most of the boundary
+// rule's cost out of tiles that cross the image's edge, and the 80-tiles came (H100, reflect101:
+// 1024 x 64^2 K = 13 fused 80-tiles 0.047 ms against direct 0.085, 1000 x 28^2 K = 12..15 fused
+// 32-tiles 0.024 against direct 0.030-0.032), so the chooser keeps 128 taps for every boundary;
+// autotune still times direct up to max_cuda_direct_taps.
 
 // The bank's rank-1 factors (every kernel's, one after another), or none.
 rank1_factors bank_factors(const std::vector<float>& kernels, int count, int kh, int kw) {
@@ -222,9 +226,7 @@ cuda_choice choose_cuda_method(const std::vector<float>& kernels, int count, int
   if (forced == cuda_path::direct && !direct_tiles::supports(kh, kw))
     throw std::invalid_argument("the direct path cannot hold a " + std::to_string(kh) + " x " + std::to_string(kw) +
                                 " kernel in its shared tile");
-  // past 128 taps only where the boundary reads the image (max_cuda_direct_taps, method.hpp)
-  const long long direct_taps = by_rule ? max_cuda_direct_taps : max_direct_taps;
-  if (forced == cuda_path::direct || (direct_tiles::supports(kh, kw) && (long long)kh * kw <= direct_taps)) {
+  if (forced == cuda_path::direct || (direct_tiles::supports(kh, kw) && (long long)kh * kw <= max_direct_taps)) {
     const int rows = window_rows_for(out_h, out_w, kh, kw, planes, sms);  // as direct_tiles::run (a launch a kernel)
     const double cost = cuda_direct_ps_per_pixel(kh, kw) * waste(kh, kw, rows) * outputs;
     if (forced == cuda_path::direct || cost < best.cost_ps)

@@ -101,14 +101,14 @@ cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int k
 //              each tile's halo rows, rows = tile_h) 4.0 + 0.040 t, x 1.9 where a block's
 //              tile takes more than 113 KB of shared memory (one block a multiprocessor, not two);
 // both times the shape's waste (the blocks' output tiles over the output: small images leave
-// threads idle). Direct is not chosen beyond max_cuda_direct_taps (float sums' error; with a zero
-// or constant boundary beyond max_direct_taps).
+// threads idle). The chooser does not take direct beyond max_direct_taps (autotune: beyond
+// max_cuda_direct_taps, float sums' error).
 double cuda_direct_ps_per_pixel(int kh, int kw);
 // Direct sums of more than this many float products lose more to rounding than the FFT's
 // log-depth error (method.cpp); the CPU's chooser does not pick direct beyond it unless forced.
 inline constexpr long long max_direct_taps = 128;
-// The CUDA chooser's limit where the boundary rule reads the image (zero and constant boundaries:
-// max_direct_taps) and autotune's: up to 15 x 15 (method.cpp: a float sum's relative L2 error
+// Autotune's limit (and the CUDA chooser's where the boundary rule read the image, sessions 67-68,
+// before the fused tiles' row tables): up to 15 x 15 (method.cpp: a float sum's relative L2 error
 // grows as the square root of its taps, 2-4e-7 at 169-256 taps against the bound's 1e-6, which
 // the [gpu] test "GPU direct method's float sums ..." measures; past 225 taps no shape of the
 // H100's sweeps ran direct fastest).

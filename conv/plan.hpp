@@ -4,7 +4,8 @@
 // boundary and OpenCV filter2D on the flipped kernel with its default anchor; the default
 // boundary is reflect101 (OpenCV's default).
 //
-// Methods: overlap-save tiling (tiling.hpp) onto power-of-two tiles chosen by a cost model,
+// Methods: overlap-save tiling (tiling.hpp) onto tiles chosen by a cost model (powers of two; the
+// CUDA fused path also 80 = 5 x 16),
 // per tile a 2D R2C, a multiply by the kernel's spectrum (computed once, here), and a C2R; or,
 // without a transform, direct (kh * kw multiply-adds per output) and separable (rank-1
 // kernels: a row pass and a column pass). Backends: CUDA (cuda_path in tiling.hpp: direct,

@@ -29,10 +29,10 @@ double tiling_cost(const tiling& t) {
   return pixels * (8.0 + std::log2(double(t.tile_h) * t.tile_w));
 }
 
-// GPUCONV_FUSED_80=1: the mixed fused side allowed from the start
+// GPUCONV_FUSED_80=0: the mixed fused side not allowed from the start
 bool mixed_from_environment() {
   const char* e = std::getenv("GPUCONV_FUSED_80");
-  return e && e[0] == '1' && !e[1];
+  return !(e && e[0] == '0' && !e[1]);
 }
 std::atomic<bool> mixed_allowed{mixed_from_environment()};
 

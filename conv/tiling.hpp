@@ -77,16 +77,18 @@ inline double outside_share(const tiling& c, long long out_h, long long out_w) {
 // The fused path's tile sides, ascending: powers of two and the mixed side 80 = 5 x 16
 // (fused_mixed.cuh), whose one tile holds a 64^2 image's outputs with kernels up to 17 x 17.
 constexpr int fused_tile_sides[] = {32, 64, 80, 128};
-// Whether the chooser and plan_options::tile may take the mixed side: off unless switched on
-// (GPUCONV_FUSED_80=1 at start-up, or allow_mixed_fused_tiles): the 80-tile kernel has not run on
-// a GPU yet (session 68 built it; no device machine came for its tests). Off, a forced tile of
-// 65..80 is rounded up to 128 as before. fused_tiles takes 80 whatever this says.
+// Whether the chooser and plan_options::tile may take the mixed side: on unless switched off
+// (GPUCONV_FUSED_80=0 at start-up, or allow_mixed_fused_tiles(false)); off, a forced tile of 65..80
+// is rounded up to 128 and the chooser keeps to the powers of two. fused_tiles takes 80 whatever
+// this says.
 void allow_mixed_fused_tiles(bool allowed);
 bool mixed_fused_tiles_allowed();
 // A fused tile side the chooser may take now.
 inline bool fused_side_in_use(int side) { return fft::is_pow2(side) || mixed_fused_tiles_allowed(); }
-// (80: a guess between the 64- and 128-tiles' prices, not measured)
-constexpr double fused_ps_per_pixel(int tile) { return tile <= 32 ? 3.9 : tile <= 64 ? 4.5 : tile <= 80 ? 6.0 : 6.5; }
+// (80: 5.6-7.5 ps measured on the H100 in session 69, 1024 x 64^2, 64 x 256^2, 256 x 100^2 and
+// 1000 x 28^2 at K = 9..23, zero and reflect101 boundaries; 32 and 64 in the same run 3.8 and 4.3
+// on 1024 x 64^2)
+constexpr double fused_ps_per_pixel(int tile) { return tile <= 32 ? 3.9 : tile <= 64 ? 4.5 : tile <= 80 ? 7.0 : 6.5; }
 // The fused tiles' price times 1 + this x the share of their input past the image, where a boundary
 // rule reads the image for it (choose_cuda_tiling; zero and constant boundaries: no factor).
 constexpr double fused_outside_by_rule = 0.25;
