@@ -186,12 +186,39 @@ __device__ GPUCONV_INLINE void load_column_at(const in_t* __restrict__ column, l
 }
 
 // Column `v` of the tile at o, rows t + offset(j) (j < I; offset(j) independent of t, t + offset(j)
-// < n, the tile's side), as floats; 0 when there is no tile. Neighbouring lanes hold
-// neighbouring columns, so each load is one coalesced row segment.
+// < n, the tile's side), as floats; 0 when there is no tile. The rows come from the tile's row
+// table (`rows`: its own T entries, detail::publish_row_tables) or, where rows is null, are
+// computed (load_column_at). Neighbouring lanes hold neighbouring columns, so each load is one
+// coalesced row segment.
 template <int I, typename Offset, typename in_t>
 __device__ GPUCONV_INLINE void load_column_rows(const in_t* __restrict__ in, const tile_map& m, bool present,
                                                 const tile_origin& o, int v, int t, int n, Offset offset, const int* rows,
-                                                float (&x)[I]);
+                                                float (&x)[I]) {
+  if (!present) {
+#pragma unroll
+    for (int j = 0; j < I; ++j) x[j] = 0.f;
+    return;
+  }
+  const int c = border_index(o.in_x + v, (int)m.width, m.border);
+  const float outside = m.border == boundary::constant ? m.constant_value : 0.f;
+  if (c < 0) {
+#pragma unroll
+    for (int j = 0; j < I; ++j) x[j] = outside;
+    return;
+  }
+  const in_t* column = in + o.in_plane * m.height * m.width + c;
+  if (!rows) {
+    load_column_at<I>(column, o.in_y, t, n, offset, m.width, m.height, m.border, outside, x);
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < I; ++j) {
+    const int r = rows[t + offset(j)];
+    x[j] = r < 0 ? outside : static_cast<float>(__ldg(column + (long long)r * m.width));
+  }
+}
+
+// load_column_rows without a table.
 template <int I, typename Offset, typename in_t>
 __device__ GPUCONV_INLINE void load_column_by(const in_t* __restrict__ in, const tile_map& m, bool present,
                                               const tile_origin& o, int v, int t, int n, Offset offset, float (&x)[I]) {
@@ -278,37 +305,6 @@ __device__ GPUCONV_INLINE void publish_row_tables(const tile_map& m, const tile_
   }
 }
 
-// load_column_by, the rows from the tile's row table (`rows`: its 2 T entries' first T, the
-// tile's own) or, where rows is null, computed (load_column_at).
-template <int I, typename Offset, typename in_t>
-__device__ GPUCONV_INLINE void load_column_rows(const in_t* __restrict__ in, const tile_map& m, bool present,
-                                                const tile_origin& o, int v, int t, int n, Offset offset, const int* rows,
-                                                float (&x)[I]) {
-  if (!present) {
-#pragma unroll
-    for (int j = 0; j < I; ++j) x[j] = 0.f;
-    return;
-  }
-  const int c = border_index(o.in_x + v, (int)m.width, m.border);
-  const float outside = m.border == boundary::constant ? m.constant_value : 0.f;
-  if (c < 0) {
-#pragma unroll
-    for (int j = 0; j < I; ++j) x[j] = outside;
-    return;
-  }
-  const in_t* column = in + o.in_plane * m.height * m.width + c;
-  if (!rows) {
-    load_column_at<I>(column, o.in_y, t, n, offset, m.width, m.height, m.border, outside, x);
-    return;
-  }
-#pragma unroll
-  for (int j = 0; j < I; ++j) {
-    const int r = rows[t + offset(j)];
-    x[j] = r < 0 ? outside : static_cast<float>(__ldg(column + (long long)r * m.width));
-  }
-}
-
-// store_column_by, the rows from the tile's output row table (`rows`, or null: computed).
 }  // namespace detail
 
 namespace detail {
