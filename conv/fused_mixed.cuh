@@ -110,9 +110,9 @@ struct is_mixed_tile<mixed_tile_policy<n, TL, L, B, batch>> : std::true_type {};
 // The 2D fused path's mixed side 80 (ptxas, sm_90): 4 threads a line and 2 lines a thread (160
 // threads), the five 16-point sub-transforms' exchanges together (batch: one barrier pair a pass,
 // five times the shared loads in flight), 168 registers and two blocks an SM. Measured on the H100
-// (1024 x 64^2, K = 9..17, zero boundary, session 69) against the other layouts, each with and
-// without the batched exchanges: 0.045 ms here; 4 threads, one line (320 threads, 102-register
-// cap, ~490 bytes of spills) 0.098-0.104; 8 threads, two lines (96 registers) 0.059-0.062.
+// (1024 x 64^2, K = 9..17, zero boundary, session 69; docs/notes-conv.md "The 80-tiles run"): 0.045
+// ms with the row tables; 4 threads, one line (320 threads, 102-register cap, ~490 bytes of
+// spills) 0.098-0.104; 8 threads, two lines (96 registers) 0.055 with the tables, 0.059-0.062 without.
 using fused_mixed_80 = mixed_tile_policy<80, 4, 2, 2, true>;
 
 // The fused kernel's shared memory: the policy's (the array, the two origins), then the pair's
