@@ -137,23 +137,18 @@ fused_mixed_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_ma
   extern __shared__ __align__(16) unsigned char shared_raw[];
   cf* shared = reinterpret_cast<cf*>(shared_raw);
   auto* origins = reinterpret_cast<detail::tile_origin*>(shared_raw + T * S * 8);
-  int* in_rows = reinterpret_cast<int*>(shared_raw + policy::shared_memory_bytes);  // the pair's row tables
+  int* table_scratch = reinterpret_cast<int*>(shared_raw + policy::shared_memory_bytes);  // the pair's row tables
 
   const int first = threadIdx.x % lanes, t = threadIdx.x / lanes;
   auto rows = [](int q) { return layout::time_index(0, q); };  // time_index(t, q) = t + rows(q)
   detail::for_each_pair<T>(m, spectra, origins, [&](bool has_b, const cf* spectrum) {
-    // a pair across the image's top or bottom edge: the row tables (one barrier), else none
-    const int* in_table = nullptr;
-    if (detail::pair_crosses_rows<T>(m, origins, has_b)) {
-      detail::publish_row_tables<T>(m, origins, has_b, in_rows);
-      __syncthreads();
-      in_table = in_rows;
-    }
+    // a pair across the image's top or bottom edge: its row tables (one barrier), else none
+    const int* tables = detail::pair_row_tables<T>(m, origins, has_b, table_scratch);
     // columns x: rows time_index(t, q) loaded, X(ky, x) left in the column's elements ky
     detail::mixed_columns_forward<policy>(shared, first, t, table, [&](int x, fft::array_t<cf, I>& v) {
       float a[I], b[I];
-      detail::load_column_rows<I>(in, m, true, origins[0], x, t, T, rows, in_table, a);
-      detail::load_column_rows<I>(in, m, has_b, origins[1], x, t, T, rows, in_table ? in_table + T : nullptr, b);
+      detail::load_column_rows<I>(in, m, true, origins[0], x, t, T, rows, detail::tile_input_rows<T>(tables, 0), a);
+      detail::load_column_rows<I>(in, m, has_b, origins[1], x, t, T, rows, detail::tile_input_rows<T>(tables, 1), b);
       fft::static_for<I>([&](auto q) { v[q.value] = {a[q.value], b[q.value]}; });
     });
     __syncthreads();
@@ -175,9 +170,8 @@ fused_mixed_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_ma
     __syncthreads();
     // columns x: y(time_index(t, q), x), the valid outputs written
     detail::mixed_columns_inverse<policy>(shared, first, t, table, [&](int x, const float(&a)[I], const float(&b)[I]) {
-      const int* out_table = in_table ? in_table + 2 * T : nullptr;
-      detail::store_column_rows<I>(out, m, true, origins[0], x, t, rows, out_table, a);
-      detail::store_column_rows<I>(out, m, has_b, origins[1], x, t, rows, out_table ? out_table + T : nullptr, b);
+      detail::store_column_rows<I>(out, m, true, origins[0], x, t, rows, detail::tile_output_rows<T>(tables, 0), a);
+      detail::store_column_rows<I>(out, m, has_b, origins[1], x, t, rows, detail::tile_output_rows<T>(tables, 1), b);
     });
   });
 }

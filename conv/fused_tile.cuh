@@ -187,7 +187,7 @@ __device__ GPUCONV_INLINE void load_column_at(const in_t* __restrict__ column, l
 
 // Column `v` of the tile at o, rows t + offset(j) (j < I; offset(j) independent of t, t + offset(j)
 // < n, the tile's side), as floats; 0 when there is no tile. The rows come from the tile's row
-// table (`rows`: its own T entries, detail::publish_row_tables) or, where rows is null, are
+// table (`rows`: its own T entries, detail::pair_row_tables) or, where rows is null, are
 // computed (load_column_at). Neighbouring lanes hold neighbouring columns, so each load is one
 // coalesced row segment.
 template <int I, typename Offset, typename in_t>
@@ -233,7 +233,7 @@ __device__ GPUCONV_INLINE void load_column(const in_t* __restrict__ in, const ti
 }
 
 // Writes the valid outputs of column `v` of the tile at o from x[j] (rows t + offset(j)), their
-// output rows from the tile's row table (`rows`, detail::publish_row_tables) or, where rows is
+// output rows from the tile's row table (`rows`, detail::pair_row_tables) or, where rows is
 // null, computed.
 template <int I, typename Offset, typename out_t>
 __device__ GPUCONV_INLINE void store_column_rows(out_t* __restrict__ out, const tile_map& m, bool present,
@@ -274,8 +274,8 @@ __device__ GPUCONV_INLINE void store_column(out_t* __restrict__ out, const tile_
 }
 
 // The pair's row tables: for each of its two tiles and tile row i, the input row the boundary
-// rule reads (in_rows[T * tile + i], -1 outside the image) and the output row it writes
-// (out_rows, -1: none). A tile that crosses the image's top or bottom edge (all of them on small
+// rule reads ([T * tile + i], -1 outside the image), then the output row it writes
+// ([2 T + T * tile + i], -1: none). A tile that crosses the image's top or bottom edge (all of them on small
 // images) then takes a shared read an element where border_index would take 64-bit arithmetic
 // and a switch on the rule; a pair inside the image goes without (no tables, no barrier).
 constexpr int row_table_bytes(int tile) { return 4 * tile * 4; }
@@ -303,6 +303,32 @@ __device__ GPUCONV_INLINE void publish_row_tables(const tile_map& m, const tile_
     const int a = row - (m.kh - 1);
     out_rows[i] = a >= 0 && o.out_y + a < m.out_h ? (int)(o.out_y + a) : -1;
   }
+}
+
+// The fused kernels' step for a pair, every thread of the block calling: where the pair crosses
+// the image's top or bottom edge, its row tables published at `scratch` (row_table_bytes), the
+// block synchronised, and scratch returned; else null (no tables, no barrier). tile_input_rows
+// and tile_output_rows pick a tile's table out of it (null without tables; written as the
+// kernels measured in session 69 had it inline, which they compile to the same PTX).
+template <int T>
+__device__ GPUCONV_INLINE const int* pair_row_tables(const tile_map& m, const tile_origin* origins, bool has_b,
+                                                     int* scratch) {
+  const int* tables = nullptr;
+  if (pair_crosses_rows<T>(m, origins, has_b)) {
+    publish_row_tables<T>(m, origins, has_b, scratch);
+    __syncthreads();
+    tables = scratch;
+  }
+  return tables;
+}
+template <int T>
+__device__ GPUCONV_INLINE const int* tile_input_rows(const int* tables, int which) {
+  return which == 0 ? tables : tables ? tables + T : nullptr;
+}
+template <int T>
+__device__ GPUCONV_INLINE const int* tile_output_rows(const int* tables, int which) {
+  const int* out = tables ? tables + 2 * T : nullptr;
+  return which == 0 ? out : out ? out + T : nullptr;
 }
 
 }  // namespace detail
@@ -391,7 +417,7 @@ fused_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_map
   // where the pair's two tiles sit, computed once per pair by two threads and read back
   // from shared memory where needed (not kept in registers across the FFTs)
   auto* origins = reinterpret_cast<detail::tile_origin*>(shared_raw + T * stride * 8);
-  int* in_rows = reinterpret_cast<int*>(shared_raw + policy::shared_memory_bytes);  // the pair's row tables
+  int* table_scratch = reinterpret_cast<int*>(shared_raw + policy::shared_memory_bytes);  // the pair's row tables
 
   // this thread's lines: first + lanes * h, h < L
   const int first = threadIdx.x % lanes, t = threadIdx.x / lanes;
@@ -406,19 +432,14 @@ fused_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_map
     const cf* spectrum = spectra + kernel * T * T;
     detail::publish_origins(m, p, origins);
     __syncthreads();
-    // a pair across the image's top or bottom edge: the row tables (one barrier), else none
-    const int* in_table = nullptr;
-    if (detail::pair_crosses_rows<T>(m, origins, has_b)) {
-      detail::publish_row_tables<T>(m, origins, has_b, in_rows);
-      __syncthreads();
-      in_table = in_rows;
-    }
+    // a pair across the image's top or bottom edge: its row tables (one barrier), else none
+    const int* tables = detail::pair_row_tables<T>(m, origins, has_b, table_scratch);
     fft::array_t<cf, I> v[L];
     fft::static_for<L>([&](auto h) {
       float a[I], b[I];
       auto rows = [](int j) { return TL * j; };
-      detail::load_column_rows<I>(in, m, true, origins[0], line_of(h.value), t, T, rows, in_table, a);
-      detail::load_column_rows<I>(in, m, has_b, origins[1], line_of(h.value), t, T, rows, in_table ? in_table + T : nullptr, b);
+      detail::load_column_rows<I>(in, m, true, origins[0], line_of(h.value), t, T, rows, detail::tile_input_rows<T>(tables, 0), a);
+      detail::load_column_rows<I>(in, m, has_b, origins[1], line_of(h.value), t, T, rows, detail::tile_input_rows<T>(tables, 1), b);
       fft::static_for<I>([&](auto j) { v[h.value][j.value] = {a[j.value], b[j.value]}; });
     });
     // v[h][j] = X(ky = line, kx = t + TL*j), times the kernel's spectrum [kx][ky] (neighbouring
@@ -438,9 +459,8 @@ fused_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, tile_map
         b[j.value] = v[h.value][j.value].im;
       });
       auto rows = [](int j) { return TL * j; };
-      const int* out_table = in_table ? in_table + 2 * T : nullptr;
-      detail::store_column_rows<I>(out, m, true, origins[0], line_of(h.value), t, rows, out_table, a);
-      detail::store_column_rows<I>(out, m, has_b, origins[1], line_of(h.value), t, rows, out_table ? out_table + T : nullptr, b);
+      detail::store_column_rows<I>(out, m, true, origins[0], line_of(h.value), t, rows, detail::tile_output_rows<T>(tables, 0), a);
+      detail::store_column_rows<I>(out, m, has_b, origins[1], line_of(h.value), t, rows, detail::tile_output_rows<T>(tables, 1), b);
     });
     __syncthreads();  // the line scratch is reused by the next pair
   }
