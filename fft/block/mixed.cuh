@@ -47,21 +47,21 @@ struct block_mixed_fft_t {
   }
 
  private:
+  // The R sub-transforms in groups of Q (batch_exchanges: all R at once, else one at a time),
+  // each group through run_rows.
   template <bool inverse>
   static __device__ GPUCONV_INLINE void sub_transforms(items_t& v, value_t* column_shared, int t, const value_t* table) {
-    if constexpr (batch_exchanges) {
-      array_t<typename sub_t<inverse>::items_t, R> y;
-      static_for<R>([&](auto k1) { static_for<Pm>([&](auto m) { y[k1.value][m.value] = v[k1.value * Pm + m.value]; }); });
-      sub_t<inverse>::template run_rows<R, sub_shared_elems>(y, column_shared, t, table);
-      static_for<R>([&](auto k1) { static_for<Pm>([&](auto m) { v[k1.value * Pm + m.value] = y[k1.value][m.value]; }); });
-    } else {
-      static_for<R>([&](auto k1) {
-        array_t<value_t, Pm> y;
-        static_for<Pm>([&](auto m) { y[m.value] = v[k1.value * Pm + m.value]; });
-        sub_t<inverse>::run(y, column_shared + k1.value * sub_shared_elems, t, table);
-        static_for<Pm>([&](auto m) { v[k1.value * Pm + m.value] = y[m.value]; });
+    constexpr int Q = batch_exchanges ? R : 1;
+    static_for<R / Q>([&](auto g) {
+      array_t<typename sub_t<inverse>::items_t, Q> y;
+      static_for<Q>([&](auto q) {
+        static_for<Pm>([&](auto m) { y[q.value][m.value] = v[(g.value * Q + q.value) * Pm + m.value]; });
       });
-    }
+      sub_t<inverse>::template run_rows<Q, sub_shared_elems>(y, column_shared + g.value * Q * sub_shared_elems, t, table);
+      static_for<Q>([&](auto q) {
+        static_for<Pm>([&](auto m) { v[(g.value * Q + q.value) * Pm + m.value] = y[q.value][m.value]; });
+      });
+    });
   }
 };
 
