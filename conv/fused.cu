@@ -154,11 +154,12 @@ void fused_tiles::run(const in_t* in, out_t* out, const tile_map& m, cudaStream_
   if (total_tiles < 1) return;
   if (total_tiles >= (1LL << 31))
     throw std::invalid_argument("fused_tiles::run: " + std::to_string(total_tiles) + " tiles in one launch (at most 2^31 - 1)");
+  // the two-tile kernels' grid: a block a pair of tiles (a kernel's tiles pair up within it)
+  const long long pairs = (m.tiles_per_kernel + 1) / 2 * m.kernels;
+  const unsigned pair_grid = (unsigned)std::min<long long>(pairs, max_grid_);
   if (tile_ == mixed_tile) {
     using policy = fused_mixed_80;
-    const long long pairs = (m.tiles_per_kernel + 1) / 2 * m.kernels;
-    const unsigned grid = (unsigned)std::min<long long>(pairs, max_grid_);
-    fused_mixed_kernel<policy, in_t, out_t><<<grid, policy::block_threads, fused_mixed_shared_bytes<policy>, stream>>>(
+    fused_mixed_kernel<policy, in_t, out_t><<<pair_grid, policy::block_threads, fused_mixed_shared_bytes<policy>, stream>>>(
         in, out, m, spectrum_.data(), table_.data());
     check_launch("fused_mixed_kernel");
     return;
@@ -172,9 +173,7 @@ void fused_tiles::run(const in_t* in, out_t* out, const tile_map& m, cudaStream_
   }
   dispatch_fused_tile(tile_, [&](auto t) {
     using policy = typename fused_policy_for<decltype(t)::value>::type;
-    const long long pairs = (m.tiles_per_kernel + 1) / 2 * m.kernels;
-    const unsigned grid = (unsigned)std::min<long long>(pairs, max_grid_);
-    fused_tile_kernel<policy, in_t, out_t><<<grid, policy::block_threads, fused_tile_shared_bytes<policy>, stream>>>(
+    fused_tile_kernel<policy, in_t, out_t><<<pair_grid, policy::block_threads, fused_tile_shared_bytes<policy>, stream>>>(
         in, out, m, spectrum_.data(), table_.data());
     check_launch("fused_tile_kernel");
   });
