@@ -617,10 +617,10 @@ TEST_CASE("CUDA method chooser: the cost model's choices and forced methods", "[
   // 80-tiles 0.047 against direct 0.085; 1000 x 28^2 K = 12..15 fused 32-tiles 0.024 against
   // 0.030-0.032) it keeps 128 taps for every boundary
   const auto dense12 = make_kernels(1, 12, 12, false, 17), dense15 = make_kernels(1, 15, 15, false, 18),
-             dense16 = make_kernels(1, 16, 16, false, 19);
+             dense16 = make_kernels(1, 16, 16, false, 19), dense14 = make_kernels(1, 14, 14, false, 34);
   for (bool by_rule : {true, false}) {
     INFO("boundary rule reads the image: " << by_rule);
-    for (const auto* k : {&dense12, &dense13, &dense15, &dense16}) {
+    for (const auto* k : {&dense12, &dense13, &dense14, &dense15, &dense16}) {
       const int n = int(std::lround(std::sqrt(double(k->size()))));
       INFO("K = " << n);
       CHECK(choose_cuda_method(*k, 1, n, n, 64, 64, 1024, cuda_path::automatic, 0, 132, by_rule).path == cuda_path::fused);
