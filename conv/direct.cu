@@ -24,6 +24,7 @@
 #include "../fft/device/shared_limit.hpp"
 #include "direct_mma.cuh"
 #include "pixel.cuh"
+#include "ptx_version.hpp"
 #include "window_tile.cuh"
 #include "window_walks.cuh"
 
@@ -203,10 +204,9 @@ direct_tiles::direct_tiles(const std::vector<float>& kernels, int count, int kh,
   GPUCONV_CUDA(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device));
   int major = 0;
   GPUCONV_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  // (and the kernel compiled for sm_80 or later: built for older targets only, its body is empty)
-  cudaFuncAttributes mma_attributes{};
-  GPUCONV_CUDA(cudaFuncGetAttributes(&mma_attributes, mma_window_kernel<mma_walk_policy>));
-  tensor_cores_ = major >= 8 && mma_attributes.ptxVersion >= 80;
+  // (and the kernels compiled for sm_80 or later: built for older targets only, the walk's body is
+  // empty; asked of a probe kernel, ptx_version.hpp, not of the walk's, which that would load)
+  tensor_cores_ = major >= 8 && library_ptx_version() >= 80;
   for (int k = 0; k < count; ++k) scales_.push_back(mma_walk_scale(kernels.data() + std::size_t(k) * kh * kw, kh * kw));
   const std::vector<float> padded = padded_taps(kernels.data(), count, kh, kw);
   padded_ = device_buffer<float>(padded.size());
