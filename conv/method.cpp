@@ -228,7 +228,7 @@ cuda_choice choose_cuda_method(const std::vector<float>& kernels, int count, int
                                 " kernel in its shared tile");
   if (forced == cuda_path::direct || (direct_tiles::supports(kh, kw) && (long long)kh * kw <= max_direct_taps)) {
     const int rows = window_rows_for(out_h, out_w, kh, kw, planes, sms);  // as direct_tiles::run (a launch a kernel)
-    const double cost = cuda_direct_ps_per_pixel(kh, kw) * waste(kh, kw, rows) * outputs;
+    const double cost = cuda_direct_ps_per_pixel(kh, kw) * direct_plane_factor(out_w) * waste(kh, kw, rows) * outputs;
     if (forced == cuda_path::direct || cost < best.cost_ps)
       best = {cuda_path::direct, direct_tiling(out_h, out_w, kh, kw, rows), {}, cost};
   }
@@ -246,7 +246,8 @@ cuda_choice choose_cuda_method(const std::vector<float>& kernels, int count, int
       const bool tile = separable_tiles::uses_tile(kh, kw) && !by_fft;
       const double per_pixel = by_fft           ? separable_tiles::fft_passes_ps_per_pixel(kh, kw, out_h, out_w)
                                : !tile && box ? cuda_box_ps_per_pixel(kh, out_h)
-                                              : cuda_separable_ps_per_pixel(kh, kw, out_h, out_w);
+                                              : cuda_separable_ps_per_pixel(kh, kw, out_h, out_w) *
+                                                    separable_plane_factor(out_h, out_w);
       const double cost = per_pixel * (tile ? waste(kh, kw) : std::max(waste(1, kw), waste(kh, 1))) * outputs;
       if (forced == cuda_path::separable || cost < best.cost_ps)
         best = {cuda_path::separable, direct_tiling(out_h, out_w, kh, 1), std::move(f), cost};  // the column pass's blocks

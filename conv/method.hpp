@@ -101,9 +101,25 @@ cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int k
 //              each tile's halo rows, rows = tile_h) 4.0 + 0.040 t, x 1.9 where a block's
 //              tile takes more than 113 KB of shared memory (one block a multiprocessor, not two);
 // both times the shape's waste (the blocks' output tiles over the output: small images leave
-// threads idle). The chooser does not take direct beyond max_direct_taps (autotune: beyond
-// max_cuda_direct_taps, float sums' error).
+// threads idle), and the small planes' factors below. The chooser does not take direct beyond
+// max_direct_taps (autotune: beyond max_cuda_direct_taps, float sums' error).
 double cuda_direct_ps_per_pixel(int kh, int kw);
+// Small planes, relative to the fused tiles' prices (H100, session 70: the sweep's forced methods
+// on 1000 x 28^2, 1024 x 64^2, 64 x 256^2 and 256 x 100^2, zero and reflect101):
+// - direct on planes of at most 64 columns (blocks 16 or 8 threads wide, two or four rows to a
+//   warp): 1.2x (1024 x 64^2 ran 1.99x its price at K = 9, where 64 x 256^2 ran 1.54x and
+//   separable 1.48-1.62x on both; rank-1 K = 9 chose direct at 0.037-0.040 ms against
+//   separable's 0.032-0.033);
+// - the separable method's FMA passes (tile or two passes) on planes of at most 32 x 32 (one warp
+//   a plane: 8 x 4 threads of 8 x 4 outputs, latency-bound): 3.4x (1000 x 28^2 ran 4.2-6.3x its
+//   price where the fused tiles ran 1.2-1.3x theirs; rank-1 K = 23..33 chose separable at
+//   0.030-0.054 ms against fused 64-tiles' 0.028-0.029).
+inline constexpr double direct_narrow_plane_factor = 1.2;
+inline constexpr double separable_tiny_plane_factor = 3.4;
+inline double direct_plane_factor(long long out_w) { return out_w <= 64 ? direct_narrow_plane_factor : 1.0; }
+inline double separable_plane_factor(long long out_h, long long out_w) {
+  return out_h <= 32 && out_w <= 32 ? separable_tiny_plane_factor : 1.0;
+}
 // Direct sums of more than this many float products lose more to rounding than the FFT's
 // log-depth error (method.cpp); the CPU's chooser does not pick direct beyond it unless forced.
 inline constexpr long long max_direct_taps = 128;

@@ -118,8 +118,11 @@ cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long plane
       // K = 13 chose fused at 0.114 ms against direct's 0.089; with a zero boundary the same fused
       // tiles took 0.074)
       const double outside = outside_share(c, out_h, out_w);
-      return fused_ps_per_pixel(t) * (1.0 + (by_rule ? fused_outside_by_rule : 0.0) * outside) * double(2 * pairs) *
-             t * t * share;
+      const double pairs_ps = fused_ps_per_pixel(t) * double(2 * pairs) * t * t * share;
+      if (t == 128)
+        return pairs_ps * (1.0 + fused128_outside * outside) +
+               fused128_ps_per_output * double(planes) * double(out_h) * double(out_w);
+      return pairs_ps * (1.0 + (by_rule ? fused_outside_by_rule : 0.0) * outside);
     });
     if (path == cuda_path::fused && !found)
       throw std::invalid_argument("the fused kernel needs a kernel side <= " + std::to_string(fused_max) +
@@ -132,8 +135,15 @@ cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long plane
       // the tiles' input pixels past the image's edges (small images on large tiles) load through
       // the boundary rule, ~a quarter dearer than interior ones (H100: 64^2 .. 256^2 images
       // 1.1-1.3x the price without it, 4096^2 and 3000 x 4000 0.9-1.1x)
+      // and, as the fused price, the busiest multiprocessor's share of the pairs, to the power 1/4:
+      // its passes are not one block a pair, but a short grid still ends unevenly (H100, session
+      // 70: 4096^2 on 256-tiles, 145-181 pairs, ran 1.07-1.18x the price without it, 3 x 3000 x
+      // 4000's 378-726 pairs 1.0-1.1x; with it 4096^2 K = 27 takes the fused 128-tiles, 0.170 ms
+      // against three-pass 0.187)
       const double outside = outside_share(c, out_h, out_w);
-      return three_pass_ps_per_pixel(t, kh) * (1.0 + 0.25 * outside) * double(2 * ((tiles + 1) / 2)) * t * t;
+      const double per_sm = double((tiles + 1) / 2) / double(std::max(sms, 1));
+      return three_pass_ps_per_pixel(t, kh) * (1.0 + 0.25 * outside) * double(2 * ((tiles + 1) / 2)) * t * t *
+             std::pow(std::ceil(per_sm) / per_sm, 0.25);
     });
     if (path == cuda_path::three_pass && !found)
       throw std::invalid_argument("the three-pass path needs a kernel side <= " + std::to_string(three_max) +

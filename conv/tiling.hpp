@@ -88,10 +88,22 @@ inline bool fused_side_in_use(int side) { return fft::is_pow2(side) || mixed_fus
 // (80: 5.6-7.5 ps measured on the H100 in session 69, 1024 x 64^2, 64 x 256^2, 256 x 100^2 and
 // 1000 x 28^2 at K = 9..23, zero and reflect101 boundaries; 32 and 64 in the same run 3.8 and 4.3
 // on 1024 x 64^2)
-constexpr double fused_ps_per_pixel(int tile) { return tile <= 32 ? 3.9 : tile <= 64 ? 4.5 : tile <= 80 ? 7.0 : 6.5; }
+// (128: session 70's fit, below)
+constexpr double fused_ps_per_pixel(int tile) { return tile <= 32 ? 3.9 : tile <= 64 ? 4.5 : tile <= 80 ? 7.0 : 3.65; }
 // The fused tiles' price times 1 + this x the share of their input past the image, where a boundary
 // rule reads the image for it (choose_cuda_tiling; zero and constant boundaries: no factor).
 constexpr double fused_outside_by_rule = 0.25;
+// The 128-tiles (H100, session 70, fitted to the sweep's fused times on 4096^2 and 3 x 3000 x 4000
+// at K = 23..101, then on 64 x 256^2, 1024 x 64^2 and 1000 x 28^2 at K = 17..101, both boundaries):
+// fused_ps_per_pixel(128) a padded pixel of the tile pairs (the transforms) times 1 + this x the
+// share of their input past the image whatever the boundary, plus fused128_ps_per_output for
+// every output (its 8 B through DRAM at ~2.7 TB/s, not hidden behind the transforms). A price a
+// padded pixel alone (6.5) followed the tiles' count, 2.6x from K = 23 to 63 on 4096^2, where the
+// time grew 1.9x: 4096^2 and 3 x 3000 x 4000 ran 0.56-0.94x it and chose three-pass at K = 23..32
+// (1.13-1.26x the fused time). Now within 0.92-1.10 there, 0.83-1.11 on the small shapes, where
+// 256 x 100^2 (one 128-tile an image, one pair a multiprocessor) runs 1.3-1.6x.
+constexpr double fused128_outside = 1.5;
+constexpr double fused128_ps_per_output = 3.0;
 // three-pass: pass C transforms only the rows that hold outputs and pass B stores only those,
 // but their share is small: on the H100 a padded pixel costs about the same whatever the tile's
 // valid fraction (tile - kh + 1) / tile (1024 x 64^2 on 256-tiles: 8.5-9.3 ps from K = 15 to
