@@ -89,7 +89,7 @@ inline bool fused_side_in_use(int side) { return fft::is_pow2(side) || mixed_fus
 // 1000 x 28^2 at K = 9..23, zero and reflect101 boundaries; 32 and 64 in the same run 3.8 and 4.3
 // on 1024 x 64^2)
 // (128: session 70's fit, below)
-constexpr double fused_ps_per_pixel(int tile) { return tile <= 32 ? 3.9 : tile <= 64 ? 4.5 : tile <= 80 ? 7.0 : 3.65; }
+constexpr double fused_ps_per_pixel(int tile) { return tile <= 32 ? 3.9 : tile <= 64 ? 4.5 : tile <= 80 ? 7.0 : 3.75; }
 // The fused tiles' price times 1 + this x the share of their input past the image, where a boundary
 // rule reads the image for it (choose_cuda_tiling; zero and constant boundaries: no factor).
 constexpr double fused_outside_by_rule = 0.25;
@@ -101,7 +101,9 @@ constexpr double fused_outside_by_rule = 0.25;
 // padded pixel alone (6.5) followed the tiles' count, 2.6x from K = 23 to 63 on 4096^2, where the
 // time grew 1.9x: 4096^2 and 3 x 3000 x 4000 ran 0.56-0.94x it and chose three-pass at K = 23..32
 // (1.13-1.26x the fused time). Now within 0.92-1.10 there, 0.83-1.11 on the small shapes, where
-// 256 x 100^2 (one 128-tile an image, one pair a multiprocessor) runs 1.3-1.6x.
+// 256 x 100^2 (one 128-tile an image, one pair a multiprocessor) runs 1.3-1.6x. The fit's 3.65 ps
+// is taken as 3.75: at 3.65, 4096^2 K = 19 moved to the 128-tiles, 0.154-0.156 ms against the
+// 64-tiles' 0.140 (3 x 3000 x 4000 K = 19 keeps the 128-tiles: 0.287-0.289 against 0.277).
 constexpr double fused128_outside = 1.5;
 constexpr double fused128_ps_per_output = 3.0;
 // three-pass: pass C transforms only the rows that hold outputs and pass B stores only those,
