@@ -671,6 +671,36 @@ TEST_CASE("CUDA method chooser: the cost model's choices and forced methods", "[
   CHECK(d161.path == cuda_path::three_pass);
   CHECK(d161.tiles.tile_h == 512);
   CHECK(d161.tiles.tiles_per_plane() == 1);
+  // session 70's sweep (H100, reflect101, ms), the prices refit to it (method.hpp, tiling.hpp):
+  // large images at K = 23..31 on the fused 128-tiles (4096^2 0.155-0.172 against three-pass
+  // 0.184-0.201; 3 x 3000 x 4000 0.305-0.334 against 0.369-0.392), K = 19 on 4096^2 on the
+  // 64-tiles (0.140 against 128-tiles' 0.154-0.156); 1024 x 64^2 rank-1 K = 9 separable (0.032-0.033
+  // against direct 0.037-0.040); 1000 x 28^2 rank-1 K = 25..33 fused (0.027-0.029 against the
+  // separable passes' 0.033-0.054)
+  for (int k : {23, 27, 31}) {
+    INFO("K = " << k);
+    const auto dense = make_kernels(1, k, k, false, 40 + k);
+    for (auto shape : {std::array<long long, 3>{4096, 4096, 1}, std::array<long long, 3>{3000, 4000, 3}}) {
+      const cuda_choice c = choose_cuda_method(dense, 1, k, k, shape[0], shape[1], shape[2]);
+      CHECK(c.path == cuda_path::fused);
+      CHECK(c.tiles.tile_h == 128);
+    }
+  }
+  const auto dense19 = make_kernels(1, 19, 19, false, 59), sep9 = make_kernels(1, 9, 9, true, 60);
+  const cuda_choice k19 = choose_cuda_method(dense19, 1, 19, 19, 4096, 4096, 1);
+  CHECK(k19.path == cuda_path::fused);
+  CHECK(k19.tiles.tile_h == 64);
+  for (bool by_rule : {true, false}) {
+    INFO("boundary rule reads the image: " << by_rule);
+    CHECK(choose_cuda_method(sep9, 1, 9, 9, 64, 64, 1024, cuda_path::automatic, 0, 132, by_rule).path ==
+          cuda_path::separable);
+    for (int k : {25, 29, 31, 33}) {
+      INFO("K = " << k);
+      const auto sep = make_kernels(1, k, k, true, 60 + k);
+      CHECK(choose_cuda_method(sep, 1, k, k, 28, 28, 1000, cuda_path::automatic, 0, 132, by_rule).path ==
+            cuda_path::fused);
+    }
+  }
   // a forced tile asks for an FFT path
   CHECK(choose_cuda_method(dense3, 1, 3, 3, 4096, 4096, 1, cuda_path::automatic, 64).path == cuda_path::fused);
   // the automatic choice costs no more than any method forced
