@@ -244,6 +244,9 @@ cuda_choice choose_cuda_method(const std::vector<float>& kernels, int count, int
       const bool box = box_factors(f, count, kh, kw);
       const bool by_fft = separable_tiles::fft_passes(kh, kw, out_h, out_w, box);
       const bool tile = separable_tiles::uses_tile(kh, kw) && !by_fft;
+      // (the small planes' factor here, not in cuda_separable_ps_per_pixel: fft_passes weighs the FFT
+      // passes against that price, and on 28^2 planes at K = 33 they ran 0.110-0.112 ms against the FMA
+      // passes' 0.040-0.042, reflect101)
       const double per_pixel = by_fft           ? separable_tiles::fft_passes_ps_per_pixel(kh, kw, out_h, out_w)
                                : !tile && box ? cuda_box_ps_per_pixel(kh, out_h)
                                               : cuda_separable_ps_per_pixel(kh, kw, out_h, out_w) *

@@ -110,19 +110,17 @@ cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long plane
       // fewer blocks, and what a short batch wastes is the uneven share, not that wave's empty
       // block slots (counting those sent 256 x 100^2 at K = 15 to 128-tiles, 0.047-0.051 ms on
       // the H100, where 64-tiles ran 0.033-0.035)
-      const double per_sm = double(pairs) / double(std::max(sms, 1));
-      const double share = std::ceil(per_sm) / per_sm;
+      const double share = pair_share(pairs, sms);
       // input past the image's edges through a boundary rule that reads the image, as the
       // three-pass tiles' below (H100, session 67, reflect101: 1024 x 64^2 on 32-tiles, half their
       // input outside, ran 1.4-1.95x this price without it and direct 1.3-1.9x its own, so dense
       // K = 13 chose fused at 0.114 ms against direct's 0.089; with a zero boundary the same fused
       // tiles took 0.074)
+      // (the 128-tiles: whatever the boundary, and their outputs' DRAM traffic priced apart)
       const double outside = outside_share(c, out_h, out_w);
-      const double pairs_ps = fused_ps_per_pixel(t) * double(2 * pairs) * t * t * share;
-      if (t == 128)
-        return pairs_ps * (1.0 + fused128_outside * outside) +
-               fused128_ps_per_output * double(planes) * double(out_h) * double(out_w);
-      return pairs_ps * (1.0 + (by_rule ? fused_outside_by_rule : 0.0) * outside);
+      return fused_ps_per_pixel(t) * (1.0 + fused_outside_factor(t, by_rule) * outside) * double(2 * pairs) * t * t *
+                 share +
+             fused_ps_per_output(t) * double(planes) * double(out_h) * double(out_w);
     });
     if (path == cuda_path::fused && !found)
       throw std::invalid_argument("the fused kernel needs a kernel side <= " + std::to_string(fused_max) +
@@ -141,9 +139,9 @@ cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long plane
       // 4000's 378-726 pairs 1.0-1.1x; with it 4096^2 K = 27 takes the fused 128-tiles, 0.170 ms
       // against three-pass 0.187)
       const double outside = outside_share(c, out_h, out_w);
-      const double per_sm = double((tiles + 1) / 2) / double(std::max(sms, 1));
-      return three_pass_ps_per_pixel(t, kh) * (1.0 + 0.25 * outside) * double(2 * ((tiles + 1) / 2)) * t * t *
-             std::pow(std::ceil(per_sm) / per_sm, 0.25);
+      const long long pairs = (tiles + 1) / 2;
+      return three_pass_ps_per_pixel(t, kh) * (1.0 + 0.25 * outside) * double(2 * pairs) * t * t *
+             std::pow(pair_share(pairs, sms), 0.25);
     });
     if (path == cuda_path::three_pass && !found)
       throw std::invalid_argument("the three-pass path needs a kernel side <= " + std::to_string(three_max) +

@@ -9,6 +9,7 @@
 // so each tile yields (th-kh+1) x (tw-kw+1) outputs. Tiles are chosen per kernel size by a
 // cost model: the padded pixels processed, weighted by the log of the tile's FFT size.
 #pragma once
+#include <cmath>
 #include <cstdint>
 
 #include "../fft/thread/config.hpp"
@@ -90,22 +91,28 @@ inline bool fused_side_in_use(int side) { return fft::is_pow2(side) || mixed_fus
 // on 1024 x 64^2)
 // (128: session 70's fit, below)
 constexpr double fused_ps_per_pixel(int tile) { return tile <= 32 ? 3.9 : tile <= 64 ? 4.5 : tile <= 80 ? 7.0 : 3.75; }
-// The fused tiles' price times 1 + this x the share of their input past the image, where a boundary
-// rule reads the image for it (choose_cuda_tiling; zero and constant boundaries: no factor).
-constexpr double fused_outside_by_rule = 0.25;
-// The 128-tiles (H100, session 70, fitted to the sweep's fused times on 4096^2 and 3 x 3000 x 4000
-// at K = 23..101, then on 64 x 256^2, 1024 x 64^2 and 1000 x 28^2 at K = 17..101, both boundaries):
-// fused_ps_per_pixel(128) a padded pixel of the tile pairs (the transforms) times 1 + this x the
-// share of their input past the image whatever the boundary, plus fused128_ps_per_output for
-// every output (its 8 B through DRAM at ~2.7 TB/s, not hidden behind the transforms). A price a
-// padded pixel alone (6.5) followed the tiles' count, 2.6x from K = 23 to 63 on 4096^2, where the
-// time grew 1.9x: 4096^2 and 3 x 3000 x 4000 ran 0.56-0.94x it and chose three-pass at K = 23..32
-// (1.13-1.26x the fused time). Now within 0.92-1.10 there, 0.83-1.11 on the small shapes, where
-// 256 x 100^2 (one 128-tile an image, one pair a multiprocessor) runs 1.3-1.6x. The fit's 3.65 ps
-// is taken as 3.75: at 3.65, 4096^2 K = 19 moved to the 128-tiles, 0.154-0.156 ms against the
-// 64-tiles' 0.140 (3 x 3000 x 4000 K = 19 keeps the 128-tiles: 0.287-0.289 against 0.277).
-constexpr double fused128_outside = 1.5;
-constexpr double fused128_ps_per_output = 3.0;
+// The fused tiles' price times 1 + this x the share of their input past the image
+// (choose_cuda_tiling): 32 to 80, where a boundary rule reads the image for it (zero and constant
+// boundaries: no factor); 128, whatever the boundary (below).
+constexpr double fused_outside_factor(int tile, bool by_rule) { return tile == 128 ? 1.5 : by_rule ? 0.25 : 0.0; }
+// ... plus this for every output (its 8 B through DRAM at ~2.7 TB/s): the 128-tiles only, the
+// smaller tiles' prices were fitted without it.
+constexpr double fused_ps_per_output(int tile) { return tile == 128 ? 3.0 : 0.0; }
+// The 128-tiles' terms (H100, session 70, fitted to the sweep's fused times on 4096^2 and 3 x 3000
+// x 4000 at K = 23..101, then on 64 x 256^2, 1024 x 64^2 and 1000 x 28^2 at K = 17..101, both
+// boundaries): a price a padded pixel alone (6.5) followed the tiles' count, 2.6x from K = 23 to 63
+// on 4096^2, where the time grew 1.9x: 4096^2 and 3 x 3000 x 4000 ran 0.56-0.94x it and chose
+// three-pass at K = 23..32 (1.13-1.26x the fused time). Now within 0.92-1.10 there, 0.83-1.11 on
+// the small shapes, where 256 x 100^2 (one 128-tile an image, one pair a multiprocessor) runs
+// 1.3-1.6x. The fit's 3.65 ps a padded pixel is taken as 3.75: at 3.65, 4096^2 K = 19 moved to the
+// 128-tiles, 0.154-0.156 ms against the 64-tiles' 0.140 (3 x 3000 x 4000 K = 19 keeps the
+// 128-tiles: 0.287-0.289 against 0.277).
+// A grid of `pairs` blocks over `sms` multiprocessors: the busiest one's pairs over the average
+// (>= 1), what the fused and three-pass prices charge for a short grid's uneven end.
+inline double pair_share(long long pairs, int sms) {
+  const double per_sm = double(pairs) / double(sms > 1 ? sms : 1);
+  return std::ceil(per_sm) / per_sm;
+}
 // three-pass: pass C transforms only the rows that hold outputs and pass B stores only those,
 // but their share is small: on the H100 a padded pixel costs about the same whatever the tile's
 // valid fraction (tile - kh + 1) / tile (1024 x 64^2 on 256-tiles: 8.5-9.3 ps from K = 15 to
