@@ -218,18 +218,12 @@ __device__ GPUCONV_INLINE void load_column_rows(const in_t* __restrict__ in, con
   }
 }
 
-// load_column_rows without a table.
-template <int I, typename Offset, typename in_t>
-__device__ GPUCONV_INLINE void load_column_by(const in_t* __restrict__ in, const tile_map& m, bool present,
-                                              const tile_origin& o, int v, int t, int n, Offset offset, float (&x)[I]) {
-  load_column_rows<I>(in, m, present, o, v, t, n, offset, static_cast<const int*>(nullptr), x);
-}
-
-// Rows t + TL*j (j < I): the power-of-two tiles' layout.
+// Rows t + TL*j (j < I), the power-of-two tiles' layout, without a table.
 template <int I, int TL, typename in_t>
 __device__ GPUCONV_INLINE void load_column(const in_t* __restrict__ in, const tile_map& m, bool present,
                                            const tile_origin& o, int v, int t, float (&x)[I]) {
-  load_column_by<I>(in, m, present, o, v, t, I * TL, [](int j) { return TL * j; }, x);
+  load_column_rows<I>(in, m, present, o, v, t, I * TL, [](int j) { return TL * j; }, static_cast<const int*>(nullptr),
+                      x);
 }
 
 // Writes the valid outputs of column `v` of the tile at o from x[j] (rows t + offset(j)), their
@@ -260,17 +254,12 @@ __device__ GPUCONV_INLINE void store_column_rows(out_t* __restrict__ out, const 
     if (a >= 0 && y < m.out_h) column[y * m.out_w] = store_pixel<out_t>(x[j]);
   }
 }
-template <int I, typename Offset, typename out_t>
-__device__ GPUCONV_INLINE void store_column_by(out_t* __restrict__ out, const tile_map& m, bool present,
-                                               const tile_origin& o, int v, int t, Offset offset, const float (&x)[I]) {
-  store_column_rows<I>(out, m, present, o, v, t, offset, static_cast<const int*>(nullptr), x);
-}
 
-// Rows t + TL*j (j < I).
+// Rows t + TL*j (j < I), without a table.
 template <int I, int TL, typename out_t>
 __device__ GPUCONV_INLINE void store_column(out_t* __restrict__ out, const tile_map& m, bool present,
                                             const tile_origin& o, int v, int t, const float (&x)[I]) {
-  store_column_by<I>(out, m, present, o, v, t, [](int j) { return TL * j; }, x);
+  store_column_rows<I>(out, m, present, o, v, t, [](int j) { return TL * j; }, static_cast<const int*>(nullptr), x);
 }
 
 // The pair's row tables: for each of its two tiles and tile row i, the input row the boundary
