@@ -1,12 +1,13 @@
-// The direct path of the CUDA backend (direct.cu): out(y, x) = sum k(i, j) in_ext(y + oy - i,
-// x + ox - j) term by term, for kernels small enough that kh * kw multiply-adds per output cost
-// less than a tile transform. One read and one write of the image: a block loads its output
+// The direct path of the CUDA backend (direct.cu, direct_walks.cuh): out(y, x) = sum k(i, j)
+// in_ext(y + oy - i, x + ox - j) term by term, for kernels small enough that kh * kw
+// multiply-adds per output cost less than a tile transform. One read and one write of the image: a block loads its output
 // tile plus the kernel's halo into shared memory, applying the boundary rule in the loader
 // (border_index, as the FFT paths' gather), and each thread sums rows_per_thread x 4 outputs
 // in registers. The separable path (separable.hpp) runs the same kernels as a 1 x kw row pass
 // and a kh x 1 column pass.
 //
-// Kernels (direct.cu), one template, four ways to walk the taps:
+// Kernels (direct_walks.cuh; a module per pixel type, direct_run_*.cu), one template, four ways
+// to walk the taps:
 // - unrolled: square odd kernels 3..11, the taps passed by value in the launch parameters
 //   (constant bank: operands of the FMAs, no loads), every loop unrolled;
 // - column: kw = 1, any kh (the separable column pass), taps in shared memory, held in

@@ -1,4 +1,4 @@
-// The direct path's tensor-core walk for 8-bit pixels (direct.cu launches it for uint8 in and out,
+// The direct path's tensor-core walk for 8-bit pixels (direct_run_u8.cu launches it for uint8 in and out,
 // kernels up to 9 x 9; direct.hpp mma_walk_applies). Every pixel value 0..255 is exact in fp16,
 // so the sums can run as half-precision matrix products with fp32 accumulation
 // (mma.sync m16n8k16, sm_80 and later) if each tap is split into two halves, hi = fp16(w s) and

@@ -1,4 +1,4 @@
-// Block level of the direct and separable paths (direct.cu, separable.cu): a window of extended
+// Block level of the direct and separable paths (direct_walks.cuh, separable.cu): a window of extended
 // input pixels loaded into shared memory as float, the boundary rule applied in the loader by
 // border_index (the FFT paths' gather uses the same function: same semantics), float pixels
 // copied by cp.async, narrow ones converted on the way.

@@ -1,8 +1,8 @@
 // Thread level of the direct and separable paths: the walks that sum a thread's
-// rows_per_thread x 4 outputs from shared rows (direct.cu's window kernel and separable.cu's
+// rows_per_thread x 4 outputs from shared rows (direct_walks.cuh's window kernel and separable.cu's
 // tile kernel share the column and row walks), and the tile store. A thread's window starts
 // at `base` (its first shared row, its first column); out row a, column c reads shared row
-// a + (kh - 1) - i, column c + u for tap (i, kw - 1 - u) (direct.cu's index map).
+// a + (kh - 1) - i, column c + u for tap (i, kw - 1 - u) (direct_walks.cuh's index map).
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -161,7 +161,7 @@ struct fixed_taps {
 
 enum class walk { unrolled, column, row, generic };
 
-// What the direct path's window kernel is given (direct.cu), shared by its two phases.
+// What the direct path's window kernel is given (direct_walks.cuh), shared by its two phases.
 struct window_args {
   window_map m;
   int kh, kw;

@@ -55,7 +55,9 @@ if [ "$prebuilt" = 1 ]; then
   if [ ! -x "$build/tests/gpuconv_tests" ]; then
     echo "gpu-check: --sanitize-only needs $build/tests/gpuconv_tests (set GPUCONV_BUILD_DIR)"; exit 1
   fi
-elif ! cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGPUCONV_PTXAS_VERBOSE=ON > "$out/configure.log" 2>&1; then
+# (the sanitizers' reports name source lines where the device code carries them)
+elif ! cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGPUCONV_PTXAS_VERBOSE=ON \
+    "-DGPUCONV_LINEINFO=$([ "$sanitize" = 1 ] && echo ON || echo OFF)" > "$out/configure.log" 2>&1; then
   tail -30 "$out/configure.log"; echo "gpu-check: configure FAILED"; exit 1
 elif ! cmake --build "$build" -j "$(nproc)" > "$out/build.log" 2>&1; then
   grep -E "error" "$out/build.log" | head -30; echo "gpu-check: build FAILED"; exit 1

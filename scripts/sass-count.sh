@@ -6,7 +6,7 @@
 # two come from NVIDIA's PyPI wheels nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm (13.5.37),
 # fetched once into $GPUCONV_SASS_TOOLS (default ~/.cache/gpuconv-sass-tools).
 #   scripts/sass-count.sh OBJECT NAME_REGEX [OPCODE_REGEX]
-# e.g. scripts/sass-count.sh build/conv/CMakeFiles/gpuconv_conv.dir/direct.cu.o 'walkE0ELi3ELi8Ehh' 'F2I|I2F|MUFU'
+# e.g. scripts/sass-count.sh build/conv/CMakeFiles/gpuconv_conv.dir/direct_run_u8.cu.o 'walkE0ELi3ELi8Ehh' 'F2I|I2F|MUFU'
 # Static counts include every path (edge tiles, boundary rules); a loop's instructions count once.
 # They say what a change did to the code, not how often each instruction runs (that is ncu's).
 set -euo pipefail

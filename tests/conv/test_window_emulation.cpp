@@ -45,7 +45,7 @@ using namespace gpuconv::conv;
 
 namespace {
 
-// One launch of direct.cu's window_kernel<W, K, R>, block after block, for the effective kernel k.
+// One launch of direct_walks.cuh's window_kernel<W, K, R>, block after block, for the effective kernel k.
 template <walk W, int K, int R, typename T>
 void emulate_window(const T* in, T* out, const window_map& m, int kh, int kw, const float* k) {
   const window_shape s = window_shape_for(m.out_h, m.out_w, kh, kw, R);
