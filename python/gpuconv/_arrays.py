@@ -119,6 +119,9 @@ class CupyOps(Ops):
             return self._cp.ascontiguousarray(x)
 
     def empty(self, shape: Tuple[int, ...], dtype: str, like: Any) -> Any:
+        # on like's device: entering its context only where another one is current (as stream())
+        if self._cp.cuda.runtime.getDevice() == like.device.id:
+            return self._cp.empty(shape, dtype=dtype)
         with like.device:
             return self._cp.empty(shape, dtype=dtype)
 

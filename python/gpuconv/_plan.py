@@ -249,13 +249,17 @@ class Plan(_HeldPlan):
         self._execute_host(host, result)
         return out if out is not None else ops.from_host_numpy(result, x)
 
-    def _run_device(self, ops: Ops, x: Any, out: Any, dtype: str, stream: Optional[int]) -> Any:
+    def _run_device(self, ops: Ops, x: Any, out: Any, dtype: str, stream: Optional[int],
+                    index: Optional[int] = None, out_shape: Optional[Tuple[int, ...]] = None) -> Any:
+        """x a CUDA array; index: its device, already checked against the plan's (else checked
+        here); out_shape: a new output's shape where not output_shape (the same count of values)."""
         where = "gpuconv.Plan"
-        index = self._cuda_index(ops, x, where, "image")
+        if index is None:
+            index = self._cuda_index(ops, x, where, "image")
         if not ops.is_contiguous(x):
             x = ops.contiguous(x)
         if out is None:
-            out = ops.empty(self.output_shape, dtype, x)
+            out = ops.empty(out_shape or self.output_shape, dtype, x)
         else:
             if type(out) is not type(x) or ops.device_index(out) != index:
                 raise ValueError(f"{where}: out must be a {type(x).__name__} on CUDA device {index}")
@@ -384,7 +388,7 @@ def convolve(image: Any, kernel: Any, mode: str = "same", boundary: str = "refle
     if moved:
         x = ops.moveaxis(x, ax, (-2, -1))
     shape = tuple(x.shape)
-    if any(s == 0 for s in shape):
+    if 0 in shape:
         raise ValueError(f"{where}: image shape {shape} has an empty axis")
     planes = math.prod(shape[:-2])
     _check_option(mode, MODES, "mode", where)
@@ -399,11 +403,16 @@ def convolve(image: Any, kernel: Any, mode: str = "same", boundary: str = "refle
                                           cval=cval))
     if not ops.is_contiguous(x):
         x = ops.contiguous(x)
-    # (planes, H, W) inputs as they are: a reshape costs a CuPy / PyTorch call a few us long
-    flat = x if len(shape) == 3 else x.reshape((planes,) + shape[-2:])
-    out = plan._run(ops, flat, None, stream)
-    if len(shape) != 3:
-        out = out.reshape(shape[:-2] + tuple(out.shape[-2:]))
+    if ops.device:
+        # the key holds the shape, dtype and device the plan was built for: CUDA arrays skip the
+        # checks a held Plan's call makes, and neither array is reshaped (a CuPy / PyTorch call a
+        # few us long): the plan reads x's bytes as (planes, H, W) and writes out's likewise
+        out = plan._run_device(ops, x, None, dtype, stream, index, shape[:-2] + plan.output_shape[-2:])
+    else:
+        flat = x if len(shape) == 3 else x.reshape((planes,) + shape[-2:])
+        out = plan._run(ops, flat, None, stream)
+        if len(shape) != 3:
+            out = out.reshape(shape[:-2] + tuple(out.shape[-2:]))
     if moved:
         out = ops.moveaxis(out, (-2, -1), ax)
     return out
