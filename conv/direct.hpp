@@ -8,7 +8,7 @@
 //
 // Kernels (direct_walks.cuh; a module per pixel type, direct_run_*.cu), one template, four ways
 // to walk the taps:
-// - unrolled: square odd kernels 3..11, the taps passed by value in the launch parameters
+// - unrolled: square kernels 3..11, the taps passed by value in the launch parameters
 //   (constant bank: operands of the FMAs, no loads), every loop unrolled;
 // - column: kw = 1, any kh (the separable column pass), taps in shared memory, held in
 //   registers and shifted one a row where a shared row serves all of a thread's outputs;
@@ -119,8 +119,11 @@ constexpr float mma_walk_min_scale = 1.f / 32, mma_walk_max_scale = 16384.f;
 // A row of kw taps padded to whole float4s (the generic and row walks' padded taps).
 constexpr int round4(int v) { return (v + 3) / 4 * 4; }
 
-// The kernel sizes the unrolled walk is compiled for (square, odd).
-constexpr bool direct_unrolled(int kh, int kw) { return kh == kw && kh >= 3 && kh <= 11 && kh % 2 == 1; }
+// The kernel sizes the unrolled walk is compiled for (square, 3..11). The even sides joined in
+// session 71: on the generic walk they had run 1.3-1.6x their odd neighbours' time (H100, fp32,
+// gpuconv-bench sweep: 4096^2 K = 6 0.094 ms against K = 7's 0.067, K = 8 0.112 against K = 9's
+// 0.082), so that 4096^2 K = 6 took the fused tiles (0.105).
+constexpr bool direct_unrolled(int kh, int kw) { return kh == kw && kh >= 3 && kh <= 11; }
 
 // `count` kernels of kh x kw as the shared-memory walks read them: each kh x round_up(kw, 4),
 // reversed along x (element u of row i is k(i, kw - 1 - u)), zero padded.

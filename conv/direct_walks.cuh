@@ -66,9 +66,13 @@ template <typename F>
 void dispatch_unrolled(int k, F&& f) {
   switch (k) {
     case 3: f(std::integral_constant<int, 3>{}); return;
+    case 4: f(std::integral_constant<int, 4>{}); return;
     case 5: f(std::integral_constant<int, 5>{}); return;
+    case 6: f(std::integral_constant<int, 6>{}); return;
     case 7: f(std::integral_constant<int, 7>{}); return;
+    case 8: f(std::integral_constant<int, 8>{}); return;
     case 9: f(std::integral_constant<int, 9>{}); return;
+    case 10: f(std::integral_constant<int, 10>{}); return;
     case 11: f(std::integral_constant<int, 11>{}); return;
     default: throw std::invalid_argument("direct_tiles: no unrolled walk for kernel side " + std::to_string(k));
   }

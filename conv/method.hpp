@@ -88,7 +88,7 @@ cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int k
 // output pixel on the H100. The FFT paths' constants were measured (tiling.hpp); direct's
 // unrolled walk and separable's were fitted to gpuconv-bench sweep (docs/benchmarks.md,
 // docs/notes-conv.md):
-//   direct     on the unrolled walk (square odd 3..11, t = kh * kw) 3.33 + 2.22e-4 t^2
+//   direct     on the unrolled walk (square 3..11, t = kh * kw) 3.33 + 2.22e-4 t^2
 //              (fitted after session 21's interior loader and stores to 4096^2, K = 1..11:
 //              3.3 ps at K = 3, 3.9 at 7, 4.8 at 9, 6.6 at 11, where the walk's registers grow); else
 //              2.9 + 0.045 * taps, taps = 1.15 kh on the column walk (kw = 1), 1.1

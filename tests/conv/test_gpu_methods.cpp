@@ -428,11 +428,10 @@ TEST_CASE("GPU direct and separable: every unrolled size, banks, batches, odd si
   options o;
   o.border = boundary::reflect;
   const auto direct = cuda_forced(cuda_path::direct), separable = cuda_forced(cuda_path::separable);
-  for (int k = 3; k <= 11; k += 2) {  // the unrolled walk, every size, and its neighbours (generic)
+  for (int k = 3; k <= 12; ++k) {  // the unrolled walk, every size (odd and even), then 12 (generic)
     check_method<float>(direct, 77, 203, 2, 1, k, k, o);
     check_method<std::uint8_t>(direct, 77, 203, 1, 1, k, k, o);
     check_method<std::uint16_t>(direct, 77, 203, 1, 1, k, k, o);
-    check_method<float>(direct, 77, 203, 1, 1, k + 1, k + 1, o);
   }
   for (const auto& m : {direct, separable}) {
     check_method<float>(m, 300, 1100, 2, 3, 5, 7, o);       // several blocks each way, a bank
@@ -699,6 +698,19 @@ TEST_CASE("CUDA method chooser: the cost model's choices and forced methods", "[
       const auto sep = make_kernels(1, k, k, true, 60 + k);
       CHECK(choose_cuda_method(sep, 1, k, k, 28, 28, 1000, cuda_path::automatic, 0, 132, by_rule).path ==
             cuda_path::fused);
+    }
+  }
+  // session 71: even square kernels 4..10 on the unrolled walk (direct.hpp), direct on every
+  // default shape (H100 sweep, ms: 4096^2 K = 6 0.061-0.063 against fused 0.107, K = 8 0.075
+  // against 0.106, K = 10 0.096-0.097 against 0.113; 3 x 3000 x 4000 K = 8 0.153 against 0.204);
+  // K = 12, the generic walk, fused (0.114 against direct 0.198)
+  for (int k : {4, 6, 8, 10, 12}) {
+    const auto dense = make_kernels(1, k, k, false, 70 + k);
+    for (auto shape : {std::array<long long, 3>{4096, 4096, 1}, std::array<long long, 3>{3000, 4000, 3},
+                       std::array<long long, 3>{256, 256, 64}, std::array<long long, 3>{64, 64, 1024}}) {
+      INFO("K = " << k << ", " << shape[2] << " x " << shape[0] << " x " << shape[1]);
+      CHECK(direct_unrolled(k, k) == (k <= 11));
+      CHECK((choose_cuda_method(dense, 1, k, k, shape[0], shape[1], shape[2]).path == cuda_path::direct) == (k <= 11));
     }
   }
   // a forced tile asks for an FFT path

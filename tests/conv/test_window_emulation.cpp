@@ -213,6 +213,9 @@ TEST_CASE("direct path's device code, emulated on the CPU: unrolled walk", "[con
   check_walk<walk::unrolled, 3>(3, 3, 70, 150);   // several blocks across, partial last block
   check_walk<walk::unrolled, 5>(5, 5, 9, 13);     // 8-lane blocks, the image smaller than one
   check_walk<walk::unrolled, 11>(11, 11, 40, 44);
+  check_walk<walk::unrolled, 4>(4, 4, 37, 90);    // even sides
+  check_walk<walk::unrolled, 6>(6, 6, 70, 150);
+  check_walk<walk::unrolled, 10>(10, 10, 40, 44);
   check_walk<walk::unrolled, 5>(5, 5, 150, 400);  // tiles inside the image (the loader's fixed-offset copies)
 }
 
