@@ -12,9 +12,9 @@
 // kw-1-u of output column c.
 //
 // Included by the four direct_run_*.cu files, each instantiating direct_tiles::run for its pixel
-// types: four CUDA modules where one held the 85 kernels, so that a process's first direct launch
-// loads the walks of its pixel type only (CUDA decompresses a module's whole image on its first
-// launch).
+// types: four CUDA modules where one had held all the walks, so that a process's first direct
+// launch loads the walks of its pixel type only (CUDA decompresses a module's whole image on its
+// first launch).
 #pragma once
 
 #include <algorithm>
@@ -43,6 +43,7 @@ namespace direct_kernels {
 // (419-424), K = 7 277-281 (301-302) -> 292 (313); fp32 1024 x 64^2 K = 7 138-141 (164) -> 154
 // (176); fp32 4096^2 unchanged. Capping at 48 (five blocks) or 40 (six) spilled more and lost
 // 1-23% at K = 3. Otherwise 65536 / max_threads (what __launch_bounds__(max_threads, 1) gives).
+// (The even sides 4 and 6, unrolled since session 71, share the cap untimed without it.)
 template <walk W, int K, int R>
 constexpr int window_registers() {
   return W == walk::unrolled && K <= 7 && R == 8 ? 64 : 65536 / window_policy::max_threads;
