@@ -120,7 +120,7 @@ constexpr float mma_walk_min_scale = 1.f / 32, mma_walk_max_scale = 16384.f;
 constexpr int round4(int v) { return (v + 3) / 4 * 4; }
 
 // The kernel sizes the unrolled walk is compiled for (square, 3..11). The even sides joined in
-// session 71: on the generic walk they had run 1.3-1.6x their odd neighbours' time (H100, fp32,
+// session 71: on the generic walk 6 and 8 had run 1.3-1.6x their odd neighbours' time (H100, fp32,
 // gpuconv-bench sweep: 4096^2 K = 6 0.094 ms against K = 7's 0.067, K = 8 0.112 against K = 9's
 // 0.082), so that 4096^2 K = 6 took the fused tiles (0.105).
 constexpr bool direct_unrolled(int kh, int kw) { return kh == kw && kh >= 3 && kh <= 11; }
