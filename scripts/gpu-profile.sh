@@ -10,7 +10,7 @@ out=${OUT:-$PWD/gpu-check-logs}
 build=${GPUCONV_BUILD_DIR:-build-gpu}
 mkdir -p "$out"
 if [ ! -x "$build/apps/gpuconv-bench" ]; then
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUCONV_BUILD_TESTS=OFF > "$out/profile-configure.log" 2>&1 &&
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUCONV_BUILD_TESTS=OFF -DGPUCONV_LINEINFO=ON > "$out/profile-configure.log" 2>&1 &&
     cmake --build "$build" -j "$(nproc)" --target gpuconv-bench > "$out/profile-build.log" 2>&1 || { echo "build FAILED"; exit 1; }
 fi
 ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1 || ls /usr/local/cuda/bin/ncu 2>/dev/null)
