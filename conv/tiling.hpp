@@ -90,14 +90,25 @@ inline bool fused_side_in_use(int side) { return fft::is_pow2(side) || mixed_fus
 // 1000 x 28^2 at K = 9..23, zero and reflect101 boundaries; 32 and 64 in the same run 3.8 and 4.3
 // on 1024 x 64^2)
 // (128: session 70's fit, below)
-constexpr double fused_ps_per_pixel(int tile) { return tile <= 32 ? 3.9 : tile <= 64 ? 4.5 : tile <= 80 ? 7.0 : 3.75; }
+// (64: session 72's refit, below)
+constexpr double fused_ps_per_pixel(int tile) { return tile <= 32 ? 3.9 : tile <= 64 ? 3.5 : tile <= 80 ? 7.0 : 3.75; }
 // The fused tiles' price times 1 + this x the share of their input past the image
-// (choose_cuda_tiling): 32 to 80, where a boundary rule reads the image for it (zero and constant
-// boundaries: no factor); 128, whatever the boundary (below).
-constexpr double fused_outside_factor(int tile, bool by_rule) { return tile == 128 ? 1.5 : by_rule ? 0.25 : 0.0; }
-// ... plus this for every output (its 8 B through DRAM at ~2.7 TB/s): the 128-tiles only, the
-// smaller tiles' prices were fitted without it.
-constexpr double fused_ps_per_output(int tile) { return tile == 128 ? 3.0 : 0.0; }
+// (choose_cuda_tiling): 32 and 80, where a boundary rule reads the image for it (zero and constant
+// boundaries: no factor); 64 and 128, whatever the boundary (below).
+constexpr double fused_outside_factor(int tile, bool by_rule) {
+  return tile == 128 ? 1.5 : tile == 64 ? 0.5 : by_rule ? 0.25 : 0.0;
+}
+// ... plus this for every output (its 8 B through DRAM at ~2.7 TB/s, less where the tiles' work
+// hides it): the 64- and 128-tiles; the 32- and 80-tiles' prices were fitted without it.
+constexpr double fused_ps_per_output(int tile) { return tile == 128 ? 3.0 : tile == 64 ? 1.0 : 0.0; }
+// The 64-tiles' terms (H100, session 72, replayed over sessions 70-71's measured sweeps: 436
+// cases on 4096^2, 3 x 3000 x 4000, 64 x 256^2, 1024 x 64^2, 256 x 100^2 and 1000 x 28^2, K = 1..255,
+// zero and reflect101, with forced 64 / 80 / 128 tiles): 4.5 ps a padded pixel alone grew 58% from
+// K = 15 to 25 on 4096^2 where the time grew 39% (0.123 -> 0.171 ms), so the chooser took the
+// 128-tiles one size early (4096^2 K = 21: 0.155-0.157 ms against the 64-tiles' 0.148; 3 x 3000 x
+// 4000 K = 19: 0.290-0.293 against 0.277). With 3.5 + 1.0 an output, 4096^2's 64-tiles run 1.00-1.06x
+// their price at K = 15..21 and 3 x 3000 x 4000's 0.95-1.01x; the outside factor (0.5, both
+// boundaries) keeps the small images' choices: four of the 436 change, each to the faster method.
 // The 128-tiles' terms (H100, session 70, fitted to the sweep's fused times on 4096^2 and 3 x 3000
 // x 4000 at K = 23..101, then on 64 x 256^2, 1024 x 64^2 and 1000 x 28^2 at K = 17..101, both
 // boundaries): a price a padded pixel alone (6.5) followed the tiles' count, 2.6x from K = 23 to 63
