@@ -116,7 +116,7 @@ cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long plane
       // input outside, ran 1.4-1.95x this price without it and direct 1.3-1.9x its own, so dense
       // K = 13 chose fused at 0.114 ms against direct's 0.089; with a zero boundary the same fused
       // tiles took 0.074)
-      // (the 128-tiles: whatever the boundary, and their outputs' DRAM traffic priced apart)
+      // (the 64- and 128-tiles: whatever the boundary, and their outputs' DRAM traffic priced apart)
       const double outside = outside_share(c, out_h, out_w);
       return fused_ps_per_pixel(t) * (1.0 + fused_outside_factor(t, by_rule) * outside) * double(2 * pairs) * t * t *
                  share +
