@@ -86,21 +86,24 @@ void allow_mixed_fused_tiles(bool allowed);
 bool mixed_fused_tiles_allowed();
 // A fused tile side the chooser may take now.
 inline bool fused_side_in_use(int side) { return fft::is_pow2(side) || mixed_fused_tiles_allowed(); }
-// (80: 5.6-7.5 ps measured on the H100 in session 69, 1024 x 64^2, 64 x 256^2, 256 x 100^2 and
-// 1000 x 28^2 at K = 9..23, zero and reflect101 boundaries; 32 and 64 in the same run 3.8 and 4.3
-// on 1024 x 64^2)
-// (128: session 70's fit, below)
-// (64: session 72's refit, below)
-constexpr double fused_ps_per_pixel(int tile) { return tile <= 32 ? 3.9 : tile <= 64 ? 3.5 : tile <= 80 ? 7.0 : 3.75; }
-// The fused tiles' price times 1 + this x the share of their input past the image
-// (choose_cuda_tiling): 32 and 80, where a boundary rule reads the image for it (zero and constant
-// boundaries: no factor); 64 and 128, whatever the boundary (below).
-constexpr double fused_outside_factor(int tile, bool by_rule) {
-  return tile == 128 ? 1.5 : tile == 64 ? 0.5 : by_rule ? 0.25 : 0.0;
+// A fused tile side's price (choose_cuda_tiling): per_pixel ps a padded pixel, times 1 + outside
+// x the share of the tiles' input past the image (outside_by_rule where a boundary rule reads the
+// image for it, outside_zero for zero and constant boundaries), plus per_output ps for every
+// output (its 8 B through DRAM at ~2.7 TB/s, less where the tiles' work hides it).
+struct fused_price {
+  double per_pixel, outside_by_rule, outside_zero, per_output;
+  constexpr double outside(bool by_rule) const { return by_rule ? outside_by_rule : outside_zero; }
+};
+// 32: 3.9 ps; 80: 5.6-7.5 ps measured on the H100 in session 69 (1024 x 64^2, 64 x 256^2, 256 x
+// 100^2 and 1000 x 28^2 at K = 9..23, zero and reflect101 boundaries; 32 and 64 in the same run 3.8
+// and 4.3 on 1024 x 64^2), both fitted without the output term and with the input past the image
+// priced only where the rule reads it; 64: session 72's refit, 128: session 70's fit (below).
+constexpr fused_price fused_tile_price(int tile) {
+  return tile <= 32   ? fused_price{3.9, 0.25, 0.0, 0.0}
+         : tile <= 64 ? fused_price{3.5, 0.5, 0.5, 1.0}
+         : tile <= 80 ? fused_price{7.0, 0.25, 0.0, 0.0}
+                      : fused_price{3.75, 1.5, 1.5, 3.0};
 }
-// ... plus this for every output (its 8 B through DRAM at ~2.7 TB/s, less where the tiles' work
-// hides it): the 64- and 128-tiles; the 32- and 80-tiles' prices were fitted without it.
-constexpr double fused_ps_per_output(int tile) { return tile == 128 ? 3.0 : tile == 64 ? 1.0 : 0.0; }
 // The 64-tiles' terms (H100, session 72, replayed over sessions 70-71's measured sweeps: 436
 // cases on 4096^2, 3 x 3000 x 4000, 64 x 256^2, 1024 x 64^2, 256 x 100^2 and 1000 x 28^2, K = 1..255,
 // zero and reflect101, with forced 64 / 80 / 128 tiles): 4.5 ps a padded pixel alone grew 58% from

@@ -4,7 +4,7 @@
 # then `gpuconv-bench sweep` with the tiles forced to 32, 64, 80 and 128 under a zero and a
 # reflect101 boundary, then the model's own choice. Logs under $OUT (or ./fused80-logs), the fused
 # column side by side and a short summary last. What the numbers decide: the fused sides' prices
-# (tiling.hpp fused_ps_per_pixel) against direct (docs/notes-conv.md "Mixed-radix 80-tiles").
+# (tiling.hpp fused_tile_price) against direct (docs/notes-conv.md "Mixed-radix 80-tiles").
 #   scripts/fused80-check.sh [BUILD_DIR]   (default build-gpu: tests/gpuconv_tests, apps/gpuconv-bench)
 set -uo pipefail
 build=${1:-build-gpu}
