@@ -76,8 +76,8 @@ class fused_tiles {
   static device_buffer<fft::complex_t<float>> device_spectra(int tile, const std::vector<float>& kernels, int count,
                                                             int kh, int kw);
   // 128-tiles: whether map m runs on the half-spectrum kernel (one tile a block, two blocks an
-  // SM) rather than the two-tile kernel: forced (force_fused_128), else for narrow pixels, and
-  // for float pixels where under 90% of the tiles' pixels lie inside the image
+  // SM) rather than the two-tile kernel: forced (force_fused_128), else for narrow pixels (float
+  // pixels run on the two-tile kernel whatever the map)
   static bool use_half(const tile_map& m, bool float_pixels);
 
  private:
