@@ -218,15 +218,17 @@ TEST_CASE("CUDA fused 128-tiles: which of the two kernels a map runs on", "[conv
     ~restore() { force_fused_128(-1); }
   } guard;
   force_fused_128(-1);
-  CHECK_FALSE(fused_tiles::use_half(map(4096, 4096, 15), true));  // float, 99% of the tiles' pixels inside
-  CHECK_FALSE(fused_tiles::use_half(map(3000, 4000, 27), true));  // 95%
-  CHECK(fused_tiles::use_half(map(4096, 4096, 15), false));       // narrow pixels
-  // float maps whatever share of the tiles' pixels is inside: the two-tile kernel (H100, session 73)
-  CHECK_FALSE(fused_tiles::use_half(map(1080, 1920, 31), true));  // 86% inside
-  CHECK_FALSE(fused_tiles::use_half(map(256, 256, 15), true));    // 3 x 3 tiles, 52% inside
-  CHECK_FALSE(fused_tiles::use_half(map(100, 100, 11), true));    // one tile, 61%
-  CHECK_FALSE(fused_tiles::use_half(map(64, 64, 63), true));      // one tile, 25%
-  CHECK(fused_tiles::use_half(map(64, 64, 63), false));           // narrow pixels
+  // the two-tile kernel unless forced (H100, session 73), whatever share of the tiles' pixels is
+  // inside the image and whatever the pixels
+  for (bool float_pixels : {true, false}) {
+    INFO("float pixels: " << float_pixels);
+    CHECK_FALSE(fused_tiles::use_half(map(4096, 4096, 15), float_pixels));  // 99% of the tiles' pixels inside
+    CHECK_FALSE(fused_tiles::use_half(map(3000, 4000, 27), float_pixels));  // 95%
+    CHECK_FALSE(fused_tiles::use_half(map(1080, 1920, 31), float_pixels));  // 86%
+    CHECK_FALSE(fused_tiles::use_half(map(256, 256, 15), float_pixels));    // 3 x 3 tiles, 52%
+    CHECK_FALSE(fused_tiles::use_half(map(100, 100, 11), float_pixels));    // one tile, 61%
+    CHECK_FALSE(fused_tiles::use_half(map(64, 64, 63), float_pixels));      // one tile, 25%
+  }
   force_fused_128(1);
   CHECK(fused_tiles::use_half(map(4096, 4096, 15), true));
   force_fused_128(0);
