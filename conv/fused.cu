@@ -136,7 +136,7 @@ bool fused_tiles::use_half(const tile_map&, bool) {
   // H100, session 73 (gpuconv-bench sweep --tile 128, GPUCONV_FUSED_HALF=0|1, 336 float maps:
   // 4096^2, 3 x 3000 x 4000, 1024^2 .. 2048^2, 1080 x 1920, batches of 512^2 .. 28^2, K = 15..61,
   // reflect101 and zero): the half-spectrum kernel took 1.29x the two-tile kernel's time (median;
-  // 0.93-1.71x), faster on 6 (one 1024^2 image, by 1-2 us) - also on the batches of small images,
+  // 0.93-1.71x), faster on 6 (one 1024^2 image, by 1-2 us); slower on the batches of small images too,
   // where the H200 of session 54 ran it 5-23% faster (1000 x 28^2 0.144 ms against 0.087, 1024 x
   // 64^2 0.146 against 0.096) - and on uint8 4096^2 K = 15 (0.136 against 0.119; the H200: 9-12%
   // faster). It runs where forced.

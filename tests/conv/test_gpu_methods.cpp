@@ -208,7 +208,7 @@ TEST_CASE("GPU fused 128-tiles, the two-tile kernel: modes x operations x bounda
 }
 
 TEST_CASE("CUDA fused 128-tiles: which of the two kernels a map runs on", "[conv]") {
-  // 'same' maps of h x w images on 128-tiles (fused_tiles::use_half reads the map alone)
+  // 'same' maps of h x w images on 128-tiles (fused_tiles::use_half takes a map; its rule reads only force_fused_128)
   auto map = [](long long h, long long w, int k) {
     const tiling t = choose_tiling(h, w, k, k, 128, 128);
     return tile_map{h, w, h, w, k, k, (k - 1) / 2, (k - 1) / 2, t.tile_h, t.tile_w, t.valid_h, t.valid_w, t.tiles_x,
