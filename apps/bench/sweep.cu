@@ -12,7 +12,9 @@
 // PLANESxHEIGHTxWIDTH,... replaces the four image shapes; --tile T forces the fused and three-pass
 // paths onto square tiles of T (the automatic choice stays free). Every method's output is compared
 // with the direct path's, or the first method's (relative L2), so that a wrong result cannot
-// hide behind a fast time.
+// hide behind a fast time. The chosen plan and the fastest method are timed again back to back at
+// the end of each row (each keeps its lower median), so that the order of the timings does not
+// count as a miss.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -174,11 +176,25 @@ int run_sweep(const options& opt) {
       }
     }
     conv::force_line_fft(0);
+    int fastest = -1;
+    for (int m = 0; m < method_count; ++m)
+      if (r.ms[m] >= 0 && (fastest < 0 || r.ms[m] < r.ms[fastest])) fastest = m;
     po.path = conv::cuda_path::automatic;
     po.tile = 0;
     conv::plan chosen(sh.height, sh.width, sh.planes, kernel.data(), k, k, po);
     r.chosen = chosen.path();
+    // The chosen plan and the fastest method's plan are timed again back to back (chosen, fastest,
+    // chosen), each keeping the lower of its medians: timed only after every other method, the
+    // chosen plan ran up to 11% slower than the same plan timed first (3 x 3000 x 4000, direct,
+    // K = 3..6, session 73), which counted as misses that were not the choice's.
     r.chosen_ms = time_plan(chosen);
+    if (fastest >= 0) {
+      po.path = methods[fastest];
+      po.tile = methods[fastest] == conv::cuda_path::fused || methods[fastest] == conv::cuda_path::three_pass ? opt.tile : 0;
+      conv::plan again(sh.height, sh.width, sh.planes, kernel.data(), k, k, po);
+      r.ms[fastest] = std::min(r.ms[fastest], double(time_plan(again)));
+      r.chosen_ms = std::min(r.chosen_ms, double(time_plan(chosen)));
+    }
     r.best_ms = 1e30;
     for (double t : r.ms)
       if (t >= 0) r.best_ms = std::min(r.best_ms, t);
