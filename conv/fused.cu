@@ -1,8 +1,6 @@
 #include "fused.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -10,7 +8,6 @@
 #include "fft/host/real_1d_host.hpp"
 #include "fft/plan/device_table.hpp"
 #include "fft/plan/dispatch.hpp"
-#include "fused_half.cuh"
 #include "fused_mixed.cuh"
 #include "fused_tile.cuh"
 
@@ -19,14 +16,6 @@ namespace gpuconv::conv {
 namespace {
 
 using cf = fft::complex_t<float>;
-
-// GPUCONV_FUSED_HALF: 0 = the two-tile kernel for 128-tiles, 1 = the half-spectrum kernel
-// (measurements; unset: fused_tiles::use_half's rule)
-int fused_128_from_environment() {
-  const char* e = std::getenv("GPUCONV_FUSED_HALF");
-  return e && (e[0] == '0' || e[0] == '1') && !e[1] ? e[0] - '0' : -1;
-}
-std::atomic<int> forced_128{fused_128_from_environment()};
 
 template <typename policy>
 void allow_mixed_shared() {
@@ -37,13 +26,6 @@ void allow_mixed_shared() {
 }
 
 }  // namespace
-
-void force_fused_128(int kind) {
-  if (kind < -1 || kind > 1) throw std::invalid_argument("force_fused_128: " + std::to_string(kind) + " (-1, 0 or 1)");
-  forced_128 = kind;
-}
-
-int forced_fused_128() { return forced_128; }
 
 std::vector<fft::complex_t<double>> fused_tiles::spectrum_double(int tile, const float* kernel, int kh, int kw) {
   if (!fft::is_pow2(tile)) {
@@ -101,12 +83,6 @@ fused_tiles::fused_tiles(int tile, const std::vector<float>& kernels, int count,
     return;
   }
   table_ = fft::device_twiddle_table(2 * tile);  // block_fft_t's W_{2N}^e
-  if (tile == 128) {
-    constexpr int bytes = fused_half_policy::shared_memory_bytes;
-    GPUCONV_CUDA(cudaFuncSetAttribute(&fused_half_kernel<float, float>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    GPUCONV_CUDA(cudaFuncSetAttribute(&fused_half_kernel<std::uint8_t, std::uint8_t>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    GPUCONV_CUDA(cudaFuncSetAttribute(&fused_half_kernel<std::uint16_t, std::uint16_t>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-  }
   // tiles of 128 need more than the default 48 KB of dynamic shared memory: raise it once, here
   dispatch_fused_tile(tile, [&](auto t) {
     using policy = typename fused_policy_for<decltype(t)::value>::type;
@@ -132,17 +108,6 @@ device_buffer<cf> fused_tiles::device_spectra(int tile, const std::vector<float>
   return out;
 }
 
-bool fused_tiles::use_half(const tile_map&, bool) {
-  // H100, session 73 (gpuconv-bench sweep --tile 128, GPUCONV_FUSED_HALF=0|1, 336 float maps:
-  // 4096^2, 3 x 3000 x 4000, 1024^2 .. 2048^2, 1080 x 1920, batches of 512^2 .. 28^2, K = 15..61,
-  // reflect101 and zero): the half-spectrum kernel took 1.29x the two-tile kernel's time (median;
-  // 0.93-1.71x), faster on 6 (one 1024^2 image, by 1-2 us); slower on the batches of small images too,
-  // where the H200 of session 54 ran it 5-23% faster (1000 x 28^2 0.144 ms against 0.087, 1024 x
-  // 64^2 0.146 against 0.096) - and on uint8 4096^2 K = 15 (0.136 against 0.119; the H200: 9-12%
-  // faster). It runs where forced.
-  return forced_128 == 1;
-}
-
 template <typename in_t, typename out_t>
 void fused_tiles::run(const in_t* in, out_t* out, const tile_map& m, cudaStream_t stream) const {
   if (m.tile_h != tile_ || m.tile_w != tile_)
@@ -162,13 +127,6 @@ void fused_tiles::run(const in_t* in, out_t* out, const tile_map& m, cudaStream_
     fused_mixed_kernel<policy, in_t, out_t><<<pair_grid, policy::block_threads, fused_mixed_shared_bytes<policy>, stream>>>(
         in, out, m, spectrum_.data(), table_.data());
     check_launch("fused_mixed_kernel");
-    return;
-  }
-  if (tile_ == 128 && use_half(m, std::is_same_v<in_t, float>)) {
-    const unsigned grid = (unsigned)std::min<long long>(total_tiles, max_grid_);
-    fused_half_kernel<in_t, out_t><<<grid, fused_half_policy::block_threads, fused_half_policy::shared_memory_bytes, stream>>>(
-        in, out, m, spectrum_.data(), table_.data());
-    check_launch("fused_half_kernel");
     return;
   }
   dispatch_fused_tile(tile_, [&](auto t) {

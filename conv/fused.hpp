@@ -34,13 +34,6 @@ std::vector<fft::complex_t<double>> spectrum_rows_then_columns(int T, const floa
   return b;
 }
 
-// Which kernel runs 128-tiles: 0 = the two-tile kernel (fused_tile.cuh), 1 = the half-spectrum
-// kernel (fused_half.cuh), -1 = fused_tiles::use_half's rule (the default: the two-tile kernel).
-// GPUCONV_FUSED_HALF=0|1 sets it at start-up; tests and measurements call force_fused_128.
-// Throws std::invalid_argument outside -1..1.
-void force_fused_128(int kind);
-int forced_fused_128();
-
 class fused_tiles {
  public:
   static constexpr int min_tile = 32;
@@ -75,11 +68,6 @@ class fused_tiles {
   // paths' multiplier).
   static device_buffer<fft::complex_t<float>> device_spectra(int tile, const std::vector<float>& kernels, int count,
                                                             int kh, int kw);
-  // 128-tiles: whether map m runs on the half-spectrum kernel (one tile a block, two blocks an
-  // SM) rather than the two-tile kernel: only where forced (force_fused_128(1) or
-  // GPUCONV_FUSED_HALF=1); the two-tile kernel was the faster on the H100 (session 73)
-  static bool use_half(const tile_map& m, bool float_pixels);
-
  private:
   int tile_, count_;
   long long max_grid_ = 0x7fffffffLL;  // one block per tile pair

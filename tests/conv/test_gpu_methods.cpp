@@ -58,20 +58,14 @@ void sweep_direct(int rows) {
   sweep_cuda(cuda_path::direct);
 }
 
-// The fused path on 128-tiles by one of its two kernels (conv/fused.hpp force_fused_128: 0 the
-// two-tile kernel, 1 the half-spectrum kernel): every mode x operation x boundary x pixel type on
-// kernels from 1 x 1 to 31 x 31 and images from 1 x 1 to several tiles a side, then banks and
-// batches (tiles of several kernels and planes in one launch). FFT tolerance: 2e-5 of the scale
-// (4 x the bound of a 128^2 tile's transforms is 1.6e-5). In two parts a kernel (part 0: kernels
-// of 1 x 1 and 3 x 3; part 1: 4 x 7 and 31 x 31, the banks and batches), one test case each: under
-// compute-sanitizer's racecheck the whole of the two-tile kernel's sweep ran past 530 s (H200).
-void fused_128(int kind, int part) {
+// The fused path on 128-tiles: every mode x operation x boundary x pixel type on kernels from
+// 1 x 1 to 31 x 31 and images from 1 x 1 to several tiles a side, then banks and batches (tiles of
+// several kernels and planes in one launch). FFT tolerance: 2e-5 of the scale (4 x the bound of a
+// 128^2 tile's transforms is 1.6e-5). In two parts a kernel (part 0: kernels of 1 x 1 and 3 x 3;
+// part 1: 4 x 7 and 31 x 31, the banks and batches), one test case each: under compute-sanitizer's
+// racecheck the whole sweep ran past 530 s (H200).
+void fused_128(int part) {
   if (!cuda_device_available()) SKIP("no CUDA device present");
-  INFO("force_fused_128(" << kind << ")");
-  struct restore {
-    ~restore() { force_fused_128(-1); }
-  } guard;
-  force_fused_128(kind);
   test::forced_method m = cuda_forced(cuda_path::fused);
   m.tile = 128;
   m.tolerance = 2e-5;
@@ -185,56 +179,12 @@ TEST_CASE("CUDA fused 80-tiles: the kernel's spectrum against a direct DFT in do
   }
 }
 
-TEST_CASE("GPU fused 128-tiles, the half-spectrum kernel: modes x operations x boundaries x types, 1 x 1 and 3 x 3",
-          "[conv][gpu]") {
-  fused_128(1, 0);
+TEST_CASE("GPU fused 128-tiles: modes x operations x boundaries x types, 1 x 1 and 3 x 3", "[conv][gpu]") {
+  fused_128(0);
 }
 
-TEST_CASE("GPU fused 128-tiles, the half-spectrum kernel: modes x operations x boundaries x types, 4 x 7 and "
-          "31 x 31, banks",
-          "[conv][gpu]") {
-  fused_128(1, 1);
-}
-
-TEST_CASE("GPU fused 128-tiles, the two-tile kernel: modes x operations x boundaries x types, 1 x 1 and 3 x 3",
-          "[conv][gpu]") {
-  fused_128(0, 0);
-}
-
-TEST_CASE("GPU fused 128-tiles, the two-tile kernel: modes x operations x boundaries x types, 4 x 7 and 31 x 31, "
-          "banks",
-          "[conv][gpu]") {
-  fused_128(0, 1);
-}
-
-TEST_CASE("CUDA fused 128-tiles: which of the two kernels a map runs on", "[conv]") {
-  // 'same' maps of h x w images on 128-tiles (fused_tiles::use_half takes a map; its rule reads only force_fused_128)
-  auto map = [](long long h, long long w, int k) {
-    const tiling t = choose_tiling(h, w, k, k, 128, 128);
-    return tile_map{h, w, h, w, k, k, (k - 1) / 2, (k - 1) / 2, t.tile_h, t.tile_w, t.valid_h, t.valid_w, t.tiles_x,
-                    t.tiles_per_plane(), boundary::zero, 0.f, t.tiles_per_plane(), 1};
-  };
-  struct restore {
-    ~restore() { force_fused_128(-1); }
-  } guard;
-  force_fused_128(-1);
-  // the two-tile kernel unless forced (H100, session 73), whatever share of the tiles' pixels is
-  // inside the image and whatever the pixels
-  for (bool float_pixels : {true, false}) {
-    INFO("float pixels: " << float_pixels);
-    CHECK_FALSE(fused_tiles::use_half(map(4096, 4096, 15), float_pixels));  // 99% of the tiles' pixels inside
-    CHECK_FALSE(fused_tiles::use_half(map(3000, 4000, 27), float_pixels));  // 95%
-    CHECK_FALSE(fused_tiles::use_half(map(1080, 1920, 31), float_pixels));  // 86%
-    CHECK_FALSE(fused_tiles::use_half(map(256, 256, 15), float_pixels));    // 3 x 3 tiles, 52%
-    CHECK_FALSE(fused_tiles::use_half(map(100, 100, 11), float_pixels));    // one tile, 61%
-    CHECK_FALSE(fused_tiles::use_half(map(64, 64, 63), float_pixels));      // one tile, 25%
-  }
-  force_fused_128(1);
-  CHECK(fused_tiles::use_half(map(4096, 4096, 15), true));
-  force_fused_128(0);
-  CHECK_FALSE(fused_tiles::use_half(map(64, 64, 63), false));
-  CHECK_THROWS_AS(force_fused_128(2), std::invalid_argument);
-  CHECK(forced_fused_128() == 0);
+TEST_CASE("GPU fused 128-tiles: modes x operations x boundaries x types, 4 x 7 and 31 x 31, banks", "[conv][gpu]") {
+  fused_128(1);
 }
 
 TEST_CASE("GPU direct method matches the reference: modes x operations x boundaries x types, 8 rows a thread",
