@@ -18,6 +18,9 @@ struct options {
   bool passes = false;  // fft3d: time each pass of the forward transform alone too
   std::vector<std::string> shapes;  // sweep: PLANESxHEIGHTxWIDTH image shapes (empty: the four defaults)
   std::string boundary = "reflect101";  // sweep: zero, constant, replicate, reflect, reflect101 or wrap
+  std::string input;                     // replay: a sweep's CSV
+  int sms = 132;                         // replay: the GPU's multiprocessors (H100, H200: 132)
+  bool rows = false;                     // replay: a line a row too
 };
 
 // K^3 PSFs of the volume benchmarks (conv3d.cu): random positive values summing to ~0.5
@@ -28,6 +31,8 @@ std::vector<float> make_gaussian_psf3d(int k);
 int run_fft1d(const options& opt);
 int run_conv(const options& opt);
 int run_sweep(const options& opt);
+// gpuconv-bench replay: the cost model over a sweep CSV (no GPU needed)
+int run_replay(const options& opt);
 int run_host(const options& opt);
 int run_host3d(const options& opt);
 int run_fft3d(const options& opt);

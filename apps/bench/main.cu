@@ -18,6 +18,7 @@ void usage() {
                "       gpuconv-bench host [--reps R] [--warmup W] [--csv FILE]\n"
                "       gpuconv-bench host3d [--reps R] [--warmup W] [--csv FILE]\n"
                "       gpuconv-bench sweep [--reps R] [--warmup W] [--sizes k1,k2,...] [--shapes PxHxW,...] [--tile T] [--boundary B] [--csv FILE]\n"
+               "       gpuconv-bench replay FILE.csv [--boundary B] [--sms N] [--rows]\n"
                "       gpuconv-bench fft3d [--reps R] [--warmup W] [--sizes 128,256,512,1024] [--passes] [--csv FILE]\n"
                "       gpuconv-bench conv3d [--reps R] [--warmup W] [--sizes 15,31,63,1024] [--tile T] [--csv FILE]\n"
                "       gpuconv-bench deconvolve [--iterations N] [--psf gaussian|general] [--reps R] [--warmup W] [--csv FILE] [--dump DIR]\n"
@@ -35,6 +36,10 @@ void usage() {
                "         table; rank-1 kernels also time the separable passes by FMA and by FFT each; --tile forces the\n"
                "         fused and three-pass paths' tile (the automatic choice stays free); --boundary B sets the rule\n"
                "         (zero, constant, replicate, reflect, reflect101 (the default), wrap)\n"
+               "  replay the cost model (conv/method.hpp) over a sweep's CSV, without a GPU: the choice it makes now\n"
+               "         for every row, that choice's measured time over the fastest method's, and each method's\n"
+               "         measured time over its price (median and spread, by shape); --boundary: the rule the sweep\n"
+               "         ran with (the CSV does not say), --sms: its GPU's multiprocessors, --rows: a line a row\n"
                "  fft3d  3D R2C/C2R of 128^3, 256^3, 512^3 and 256x1024x1024 (1024) against cuFFT 3D\n"
                "         (--passes: also each pass of the forward transform alone, the strided ones in several shapes)\n"
                "  conv3d 'same' volume convolution of 128x512x512 with K^3 PSFs against a cuFFT 3D pipeline,\n"
@@ -71,6 +76,9 @@ int main(int argc, char** argv) {
       else if (a == "--psf") opt.psf = value();
       else if (a == "--passes") opt.passes = true;
       else if (a == "--boundary") opt.boundary = value();
+      else if (a == "--sms") opt.sms = std::stoi(value());
+      else if (a == "--rows") opt.rows = true;
+      else if (cmd == "replay" && a.rfind("--", 0) != 0 && opt.input.empty()) opt.input = a;
       else if (a == "--shapes") {
         std::stringstream ss(value());
         for (std::string s; std::getline(ss, s, ',');) opt.shapes.push_back(s);
@@ -89,6 +97,11 @@ int main(int argc, char** argv) {
                                   "' is not zero, constant, replicate, reflect, reflect101 or wrap");
     if (opt.psf != "gaussian" && opt.psf != "general")
       throw std::invalid_argument("--psf '" + opt.psf + "' is not gaussian or general");
+    if (cmd == "replay") {
+      if (opt.input.empty()) throw std::invalid_argument("replay needs a sweep's CSV file");
+      if (opt.sms < 1) throw std::invalid_argument("--sms must be >= 1");
+      return run_replay(opt);
+    }
     if (!gpuconv::cuda_device_available()) {
       std::fprintf(stderr, "gpuconv-bench: no CUDA device present\n");
       return 1;

@@ -29,6 +29,7 @@
 #include "conv/plan.hpp"
 #include "conv/separable.hpp"
 #include "conv/separable_fft.hpp"
+#include "src/errors.hpp"  // printable: a file name or field as one safe line
 #include "timing.cuh"
 
 namespace gpuconv::bench {
@@ -263,6 +264,162 @@ int run_sweep(const options& opt) {
                    r.shape.height, r.shape.width, r.k, r.err);
       return 3;
     }
+  return 0;
+}
+
+namespace {
+
+// One row of a sweep's CSV, as run_sweep writes it.
+struct replay_row {
+  int planes = 0, height = 0, width = 0, k = 0;
+  std::string kernel, chosen;
+  double ms[method_count] = {};
+};
+
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (char c : line) {
+    if (c == '"') quoted = !quoted;
+    else if (c == ',' && !quoted) out.emplace_back();
+    else if (c != '\r') out.back() += c;
+  }
+  return out;
+}
+
+// The sweep's kernel of a row: a named one as named_kernels() makes it, else a dense or rank-1 one
+// (the values differ from the sweep's, which drew them from its seed; the cost model reads only
+// the size, whether the kernel is rank-1 and whether it is a box).
+std::vector<float> replay_kernel(const replay_row& r, int line) {
+  if (r.kernel == "dense" || r.kernel == "rank-1") return sweep_kernel(r.k, r.kernel == "rank-1", 12345);
+  for (const named_kernel& n : named_kernels())
+    if (r.kernel == n.name && n.k == r.k) return n.values;
+  throw std::invalid_argument("line " + std::to_string(line) + ": kernel column is not dense, rank-1 or a named kernel of that size");
+}
+
+}  // namespace
+
+int run_replay(const options& opt) {
+  std::ifstream f(opt.input);
+  if (!f) throw std::invalid_argument("cannot read '" + app::printable(opt.input) + "'");
+  const bool by_rule = *conv::boundary_named(opt.boundary) != conv::boundary::zero &&
+                       *conv::boundary_named(opt.boundary) != conv::boundary::constant;
+  std::string line;
+  std::getline(f, line);
+  const std::vector<std::string> header = csv_fields(line);
+  auto column = [&](const char* name) {
+    for (std::size_t i = 0; i < header.size(); ++i)
+      if (header[i] == name) return (int)i;
+    throw std::invalid_argument("'" + app::printable(opt.input) + "' is not a sweep's CSV: no column " + name);
+  };
+  const char* method_columns[method_count] = {"direct_ms", "separable_ms", "fused_ms", "three_pass_ms", "multipass_ms"};
+  int cm[method_count];
+  for (int m = 0; m < method_count; ++m) cm[m] = column(method_columns[m]);
+  const int cg = column("gpu"), cp = column("planes"), ch = column("height"), cw = column("width"), ck = column("k"),
+            cn = column("kernel"), cc = column("chosen");
+  std::string gpu;
+  struct ratio_set {
+    std::vector<double> all;
+  };
+  std::vector<ratio_set> by_method(method_count);
+  // time over price by shape and method, in the order the shapes first appear
+  std::vector<std::string> shapes;
+  std::vector<std::vector<ratio_set>> by_shape;
+  int rows = 0, same = 0, within = 0;
+  for (int n = 2; std::getline(f, line); ++n) {
+    if (line.empty()) continue;
+    const std::vector<std::string> v = csv_fields(line);
+    if (v.size() != header.size())
+      throw std::invalid_argument("line " + std::to_string(n) + " of '" + app::printable(opt.input) + "': " +
+                                  std::to_string(v.size()) + " fields, the header has " + std::to_string(header.size()));
+    replay_row r;
+    try {
+      r.planes = std::stoi(v[cp]), r.height = std::stoi(v[ch]), r.width = std::stoi(v[cw]), r.k = std::stoi(v[ck]);
+      for (int m = 0; m < method_count; ++m) r.ms[m] = std::stod(v[cm[m]]);
+    } catch (const std::exception&) {
+      throw std::invalid_argument("line " + std::to_string(n) + " of '" + app::printable(opt.input) + "': not a number where one belongs");
+    }
+    if (r.planes < 1 || r.height < 1 || r.width < 1 || r.k < 1)
+      throw std::invalid_argument("line " + std::to_string(n) + " of '" + app::printable(opt.input) + "': a size below 1");
+    r.kernel = v[cn];
+    r.chosen = v[cc];
+    gpu = v[cg];
+    const std::vector<float> kernel = replay_kernel(r, n);
+    const conv::cuda_choice choice = conv::choose_cuda_method(kernel, 1, r.k, r.k, r.height, r.width, r.planes,
+                                                              conv::cuda_path::automatic, 0, opt.sms, by_rule);
+    double price[method_count];
+    for (int m = 0; m < method_count; ++m) {
+      price[m] = -1;
+      try {
+        price[m] = conv::choose_cuda_method(kernel, 1, r.k, r.k, r.height, r.width, r.planes, methods[m], 0, opt.sms,
+                                            by_rule).cost_ps * 1e-9;
+      } catch (const std::invalid_argument&) {
+        // the method cannot hold this kernel
+      }
+    }
+    double best = 1e30;
+    int model = -1;
+    for (int m = 0; m < method_count; ++m) {
+      if (r.ms[m] >= 0) best = std::min(best, r.ms[m]);
+      if (methods[m] == choice.path) model = m;
+    }
+    const double ratio = model >= 0 && r.ms[model] >= 0 ? r.ms[model] / best : INFINITY;
+    ++rows;
+    same += r.chosen == conv::to_string(choice.path);
+    within += ratio <= 1.10;
+    char shape[48];
+    std::snprintf(shape, sizeof shape, "%dx%dx%d", r.planes, r.height, r.width);
+    auto at = std::find(shapes.begin(), shapes.end(), std::string(shape));
+    if (at == shapes.end()) {
+      shapes.emplace_back(shape);
+      by_shape.emplace_back(method_count);
+      at = shapes.end() - 1;
+    }
+    auto& shape_sets = by_shape[at - shapes.begin()];
+    for (int m = 0; m < method_count; ++m)
+      if (r.ms[m] > 0 && price[m] > 0) {
+        by_method[m].all.push_back(r.ms[m] / price[m]);
+        shape_sets[m].all.push_back(r.ms[m] / price[m]);
+      }
+    if (opt.rows) {
+      std::printf("%-16s %4d %-7s | recorded %-10s model %-10s %5.2f%s |", shape, r.k, r.kernel.c_str(), r.chosen.c_str(),
+                  conv::to_string(choice.path), ratio, ratio > 1.10 ? "!" : " ");
+      for (int m = 0; m < method_count; ++m) {
+        if (r.ms[m] > 0 && price[m] > 0) std::printf(" %6.2f", r.ms[m] / price[m]);
+        else std::printf(" %6s", "-");
+      }
+      std::printf("\n");
+    }
+  }
+  if (rows == 0) throw std::invalid_argument("'" + app::printable(opt.input) + "' has no rows");
+  auto quantile = [](std::vector<double> v, double q) {
+    std::sort(v.begin(), v.end());
+    return v[std::min(v.size() - 1, std::size_t(q * double(v.size() - 1) + 0.5))];
+  };
+  std::printf("%sreplay of %s: %d rows (%s, boundary %s, %d multiprocessors)\n", opt.rows ? "\n" : "", app::printable(opt.input).c_str(),
+              rows, app::printable(gpu).c_str(), opt.boundary.c_str(), opt.sms);
+  std::printf("the model's choice: the recorded one in %d of %d rows; within 10%% of the fastest method (by the\n"
+              "methods' forced times) in %d of %d\n",
+              same, rows, within, rows);
+  std::printf("\nmeasured time over price: median (10th-90th percentile) [rows]\n%-16s", "shape");
+  for (int m = 0; m < method_count; ++m) std::printf(" %-21s", conv::to_string(methods[m]));
+  std::printf("\n");
+  auto cell = [&](const ratio_set& s) {
+    if (s.all.empty()) std::printf(" %-21s", "-");
+    else {
+      char c[40];
+      std::snprintf(c, sizeof c, "%.2f (%.2f-%.2f) [%zu]", quantile(s.all, 0.5), quantile(s.all, 0.1), quantile(s.all, 0.9), s.all.size());
+      std::printf(" %-21s", c);
+    }
+  };
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    std::printf("%-16s", shapes[i].c_str());
+    for (int m = 0; m < method_count; ++m) cell(by_shape[i][m]);
+    std::printf("\n");
+  }
+  std::printf("%-16s", "all");
+  for (int m = 0; m < method_count; ++m) cell(by_method[m]);
+  std::printf("\n");
   return 0;
 }
 
