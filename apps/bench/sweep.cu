@@ -294,7 +294,7 @@ std::vector<float> replay_kernel(const replay_row& r, int line) {
   if (r.kernel == "dense" || r.kernel == "rank-1") return sweep_kernel(r.k, r.kernel == "rank-1", 12345);
   for (const named_kernel& n : named_kernels())
     if (r.kernel == n.name && n.k == r.k) return n.values;
-  throw std::invalid_argument("line " + std::to_string(line) + ": kernel column is not dense, rank-1 or a named kernel of that size");
+  throw std::invalid_argument("line " + std::to_string(line) + ": the kernel column is not dense, rank-1 or a named kernel of that size");
 }
 
 }  // namespace
@@ -318,9 +318,7 @@ int run_replay(const options& opt) {
   const int cg = column("gpu"), cp = column("planes"), ch = column("height"), cw = column("width"), ck = column("k"),
             cn = column("kernel"), cc = column("chosen");
   std::string gpu;
-  struct ratio_set {
-    std::vector<double> all;
-  };
+  using ratio_set = std::vector<double>;
   std::vector<ratio_set> by_method(method_count);
   // time over price by shape and method, in the order the shapes first appear
   std::vector<std::string> shapes;
@@ -351,8 +349,10 @@ int run_replay(const options& opt) {
     for (int m = 0; m < method_count; ++m) {
       price[m] = -1;
       try {
-        price[m] = conv::choose_cuda_method(kernel, 1, r.k, r.k, r.height, r.width, r.planes, methods[m], 0, opt.sms,
-                                            by_rule).cost_ps * 1e-9;
+        // --tile: the sweep ran the fused and three-pass paths on that tile (its po.tile)
+        const bool tiled = methods[m] == conv::cuda_path::fused || methods[m] == conv::cuda_path::three_pass;
+        price[m] = conv::choose_cuda_method(kernel, 1, r.k, r.k, r.height, r.width, r.planes, methods[m],
+                                            tiled ? opt.tile : 0, opt.sms, by_rule).cost_ps * 1e-9;
       } catch (const std::invalid_argument&) {
         // the method cannot hold this kernel
       }
@@ -378,8 +378,8 @@ int run_replay(const options& opt) {
     auto& shape_sets = by_shape[at - shapes.begin()];
     for (int m = 0; m < method_count; ++m)
       if (r.ms[m] > 0 && price[m] > 0) {
-        by_method[m].all.push_back(r.ms[m] / price[m]);
-        shape_sets[m].all.push_back(r.ms[m] / price[m]);
+        by_method[m].push_back(r.ms[m] / price[m]);
+        shape_sets[m].push_back(r.ms[m] / price[m]);
       }
     if (opt.rows) {
       std::printf("%-16s %4d %-7s | recorded %-10s model %-10s %5.2f%s |", shape, r.k, r.kernel.c_str(), r.chosen.c_str(),
@@ -396,8 +396,9 @@ int run_replay(const options& opt) {
     std::sort(v.begin(), v.end());
     return v[std::min(v.size() - 1, std::size_t(q * double(v.size() - 1) + 0.5))];
   };
-  std::printf("%sreplay of %s: %d rows (%s, boundary %s, %d multiprocessors)\n", opt.rows ? "\n" : "", app::printable(opt.input).c_str(),
-              rows, app::printable(gpu).c_str(), opt.boundary.c_str(), opt.sms);
+  std::printf("%sreplay of %s: %d rows (%s, boundary %s, %d multiprocessors%s)\n", opt.rows ? "\n" : "",
+              app::printable(opt.input).c_str(), rows, app::printable(gpu).c_str(), opt.boundary.c_str(), opt.sms,
+              opt.tile > 0 ? (", fused and three-pass on tiles of " + std::to_string(opt.tile)).c_str() : "");
   std::printf("the model's choice: the recorded one in %d of %d rows; within 10%% of the fastest method (by the\n"
               "methods' forced times) in %d of %d\n",
               same, rows, within, rows);
@@ -405,10 +406,10 @@ int run_replay(const options& opt) {
   for (int m = 0; m < method_count; ++m) std::printf(" %-21s", conv::to_string(methods[m]));
   std::printf("\n");
   auto cell = [&](const ratio_set& s) {
-    if (s.all.empty()) std::printf(" %-21s", "-");
+    if (s.empty()) std::printf(" %-21s", "-");
     else {
       char c[40];
-      std::snprintf(c, sizeof c, "%.2f (%.2f-%.2f) [%zu]", quantile(s.all, 0.5), quantile(s.all, 0.1), quantile(s.all, 0.9), s.all.size());
+      std::snprintf(c, sizeof c, "%.2f (%.2f-%.2f) [%zu]", quantile(s, 0.5), quantile(s, 0.1), quantile(s, 0.9), s.size());
       std::printf(" %-21s", c);
     }
   };
