@@ -169,10 +169,7 @@ class cuda_backend final : public plan::impl {
 
  private:
   // the boundary rule reads the image past its edges (the cost model's fused price)
-  bool by_rule() const {
-    const boundary b = prob.options.semantics.border;
-    return b != boundary::zero && b != boundary::constant;
-  }
+  bool by_rule() const { return boundary_reads_image(prob.options.semantics.border); }
 
   cuda_choice choose(cuda_path path, int tile) const {
     return choose_cuda_method(prob.kernel, prob.kernels, prob.kh, prob.kw, prob.geo.out_h, prob.geo.out_w, prob.planes,

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "semantics.hpp"
 #include "tiling.hpp"
 
 namespace gpuconv::conv {
@@ -161,5 +162,8 @@ struct cuda_choice {
 cuda_choice choose_cuda_method(const std::vector<float>& kernels, int count, int kh, int kw, long long out_h,
                                long long out_w, long long planes, cuda_path forced = cuda_path::automatic,
                                int forced_tile = 0, int sms = 132, bool by_rule = true);
+// choose_cuda_method's by_rule for a boundary: every rule but zero and constant reads the image
+// past its edges.
+constexpr bool boundary_reads_image(boundary b) { return b != boundary::zero && b != boundary::constant; }
 
 }  // namespace gpuconv::conv

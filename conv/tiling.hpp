@@ -65,7 +65,7 @@ struct cuda_tiling {
 };
 // Along one axis: the share of the pixels that `tiles` tiles of `side` (each `valid` further on)
 // cover which lie within `extent` (1 when the tiles end inside it). Small images on large tiles
-// have most of theirs outside: the three-pass and fused prices, the fused 128-tile kernel's choice.
+// have most of theirs outside: the three-pass and fused prices.
 inline double covered_share(long long tiles, long long valid, long long side, long long extent) {
   const double covered = double(tiles - 1) * double(valid) + double(side);
   return extent < covered ? double(extent) / covered : 1.0;

@@ -44,6 +44,12 @@ constexpr conv::cuda_path methods[] = {conv::cuda_path::direct, conv::cuda_path:
                                        conv::cuda_path::three_pass, conv::cuda_path::multipass};
 constexpr int method_count = sizeof(methods) / sizeof(methods[0]);
 
+// --tile T: the tile a method's plan is asked for (the fused and three-pass paths take T, the
+// others their own)
+int forced_tile(conv::cuda_path method, int tile) {
+  return method == conv::cuda_path::fused || method == conv::cuda_path::three_pass ? tile : 0;
+}
+
 struct sweep_row {
   sweep_shape shape;
   int k;
@@ -147,7 +153,7 @@ int run_sweep(const options& opt) {
       po.path = methods[m];
       // --tile: the fused and three-pass paths on that tile (the smallest of theirs that holds it
       // and the kernel), for fitting their prices tile by tile
-      po.tile = methods[m] == conv::cuda_path::fused || methods[m] == conv::cuda_path::three_pass ? opt.tile : 0;
+      po.tile = forced_tile(methods[m], opt.tile);
       try {
         conv::plan p(sh.height, sh.width, sh.planes, kernel.data(), k, k, po);
         p.execute_device(in[0].data(), out[0].data(), stream);
@@ -191,7 +197,7 @@ int run_sweep(const options& opt) {
     r.chosen_ms = time_plan(chosen);
     if (fastest >= 0) {
       po.path = methods[fastest];
-      po.tile = methods[fastest] == conv::cuda_path::fused || methods[fastest] == conv::cuda_path::three_pass ? opt.tile : 0;
+      po.tile = forced_tile(methods[fastest], opt.tile);
       conv::plan again(sh.height, sh.width, sh.planes, kernel.data(), k, k, po);
       r.ms[fastest] = std::min(r.ms[fastest], double(time_plan(again)));
       r.chosen_ms = std::min(r.chosen_ms, double(time_plan(chosen)));
@@ -302,8 +308,7 @@ std::vector<float> replay_kernel(const replay_row& r, int line) {
 int run_replay(const options& opt) {
   std::ifstream f(opt.input);
   if (!f) throw std::invalid_argument("cannot read '" + app::printable(opt.input) + "'");
-  const bool by_rule = *conv::boundary_named(opt.boundary) != conv::boundary::zero &&
-                       *conv::boundary_named(opt.boundary) != conv::boundary::constant;
+  const bool by_rule = conv::boundary_reads_image(*conv::boundary_named(opt.boundary));
   std::string line;
   std::getline(f, line);
   const std::vector<std::string> header = csv_fields(line);
@@ -349,10 +354,9 @@ int run_replay(const options& opt) {
     for (int m = 0; m < method_count; ++m) {
       price[m] = -1;
       try {
-        // --tile: the sweep ran the fused and three-pass paths on that tile (its po.tile)
-        const bool tiled = methods[m] == conv::cuda_path::fused || methods[m] == conv::cuda_path::three_pass;
+        // --tile: priced on the tile the sweep ran the method on
         price[m] = conv::choose_cuda_method(kernel, 1, r.k, r.k, r.height, r.width, r.planes, methods[m],
-                                            tiled ? opt.tile : 0, opt.sms, by_rule).cost_ps * 1e-9;
+                                            forced_tile(methods[m], opt.tile), opt.sms, by_rule).cost_ps * 1e-9;
       } catch (const std::invalid_argument&) {
         // the method cannot hold this kernel
       }
