@@ -163,9 +163,10 @@ double cuda_direct_ps_per_pixel(int kh, int kw) {
   return 2.9 + 0.045 * taps;
 }
 
-double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, long long out_w) {
+double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, long long out_w, long long planes, int sms) {
   const bool tile = separable_tiles::uses_tile(kh, kw);
-  const window_shape block = tile ? window_shape_for(out_h, out_w, kh, kw) : window_shape{};
+  const separable_tiles::tile_geometry block =
+      tile ? separable_tiles::tile_geometry_for(out_h, out_w, kh, kw, planes, sms) : separable_tiles::tile_geometry{};
   const double kw4 = round4(kw), rows = tile ? block.tile_h : double(out_h);
   const double taps = 1.1 * kw4 * (rows + kh - 1) / rows + 1.15 * kh;
   // fitted to gpuconv-bench sweep on the H100 (rank-1 kernels on 4096^2 and 3 x 3000 x 4000): the
@@ -179,8 +180,8 @@ double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, long long ou
   // and fused 0.035-0.069; the factor sent K = 11..31 to fused at 1.13-1.47x), so the factor is
   // for blocks of fewer than 12 warps
   if (tile) {
-    const bool lone = separable_tiles::tile_shared_bytes(out_h, out_w, kh, kw) > 113 * 1024;
-    return (4.0 + 0.040 * taps) * (lone && block.tx * block.ty < 12 * 32 ? 1.9 : 1.0);
+    const bool lone = block.shared_bytes > 113 * 1024;
+    return (4.0 + 0.040 * taps) * (lone && block.threads < 12 * 32 ? 1.9 : 1.0);
   }
   // rows narrower than 128 outputs: 1.03-2.8x that on 64^2 and 100^2 images at K = 47..255 (a
   // fifth more keeps the FFT passes, 0.41-0.60x the FMA passes' time there, K >= 127 on 1024 x 64^2)
@@ -249,7 +250,7 @@ cuda_choice choose_cuda_method(const std::vector<float>& kernels, int count, int
       // passes' 0.040-0.042, reflect101)
       const double per_pixel = by_fft           ? separable_tiles::fft_passes_ps_per_pixel(kh, kw, out_h, out_w)
                                : !tile && box ? cuda_box_ps_per_pixel(kh, out_h)
-                                              : cuda_separable_ps_per_pixel(kh, kw, out_h, out_w) *
+                                              : cuda_separable_ps_per_pixel(kh, kw, out_h, out_w, planes, sms) *
                                                     separable_plane_factor(out_h, out_w);
       const double cost = per_pixel * (tile ? waste(kh, kw) : std::max(waste(1, kw), waste(kh, 1))) * outputs;
       if (forced == cuda_path::separable || cost < best.cost_ps)

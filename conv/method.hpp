@@ -133,7 +133,9 @@ inline constexpr long long max_cuda_direct_taps = 225;
 // The shared tile where the passes share one (separable_tiles::uses_tile: its block's rows, warps
 // and shared bytes from window_shape_for and separable_tiles::tile_shared_bytes), else the two
 // passes through global memory (the row pass over out_h + kh - 1 rows; narrow outputs cost more).
-double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, long long out_w);
+// planes, sms: the shared tile's blocks for that many output planes on that GPU
+// (separable_tiles::tile_geometry_for; 0: the shape before the short grids' rule).
+double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, long long out_w, long long planes = 0, int sms = 0);
 // box kernels (every factor of the column equal, and of the row: separable_tiles::is_box_size)
 // run as running sums: the 16 B a pixel of the two passes, ~7.5 ps, whatever K.
 double cuda_box_ps_per_pixel(int kh, long long out_h);

@@ -5,6 +5,8 @@
 #include "separable.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -71,6 +73,10 @@ separable_tiles::separable_tiles(const rank1_factors& f, int count, int kh, int 
   if (!supports(kh, kw))
     throw std::invalid_argument("separable_tiles: a " + std::to_string(kh) + " x " + std::to_string(kw) +
                                 " kernel's passes do not fit the shared tile");
+  int device = 0, sms = 0;
+  GPUCONV_CUDA(cudaGetDevice(&device));
+  GPUCONV_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  max_blocks_ = (long long)separable_tile_fill() * sms;
   for (int k = 0; k < count; ++k) {
     const float c = constant_factor(f.column.data() + std::size_t(k) * kh, kh);
     const float r = constant_factor(f.row.data() + std::size_t(k) * kw, kw);
@@ -104,13 +110,34 @@ bool separable_tiles::in_one_kernel(const rank1_factors& f, int count, int kh, i
 
 bool separable_tiles::uses_tile(int kh, int kw) { return kh <= tile_max_side && kw <= tile_max_side; }
 
-std::size_t separable_tiles::tile_shared_bytes(long long out_h, long long out_w, int kh, int kw) {
-  return tile_shape_for(out_h, out_w, kh, kw).layout.bytes;
+separable_tiles::tile_geometry separable_tiles::tile_geometry_for(long long out_h, long long out_w, int kh, int kw,
+                                                                  long long planes, int sms) {
+  const tile_shape t = tile_shape_for(out_h, out_w, kh, kw, planes, (long long)separable_tile_fill() * sms);
+  return {t.shape.tile_h, t.shape.tx * t.shape.ty, t.layout.bytes, planes * t.tiles_y * t.tiles_x};
+}
+
+namespace {
+// force_separable_tile_fill's value; GPUCONV_SEPARABLE_FILL (0..64) sets it at start-up (measurements)
+int fill_from_environment() {
+  const char* v = std::getenv("GPUCONV_SEPARABLE_FILL");
+  const int fill = v ? std::atoi(v) : -1;
+  return fill >= 0 && fill <= 64 ? fill : 1;
+}
+const int start_fill = fill_from_environment();
+std::atomic<int> fill_blocks{start_fill};
+}  // namespace
+
+int separable_tile_fill() { return fill_blocks; }
+
+void force_separable_tile_fill(int fill) {
+  if (fill < -1 || fill > 64)
+    throw std::invalid_argument("force_separable_tile_fill: " + std::to_string(fill) + " (0..64, or -1)");
+  fill_blocks = fill < 0 ? start_fill : fill;
 }
 
 template <typename T>
 void separable_tiles::run_tile(const T* in, T* out, const window_map& m, int k, cudaStream_t stream) const {
-  const tile_shape t = tile_shape_for(m.out_h, m.out_w, kh_, kw_);
+  const tile_shape t = tile_shape_for(m.out_h, m.out_w, kh_, kw_, m.planes, max_blocks_);
   const tile_layout& l = t.layout;
   const long long tiles_y = t.tiles_y, tiles_x = t.tiles_x;
   const long long blocks = m.planes * tiles_y * tiles_x;

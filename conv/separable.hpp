@@ -22,6 +22,13 @@
 
 namespace gpuconv::conv {
 
+// The shared tile's short grids (tile_shape_for): blocks take fewer rows of threads while the grid
+// then has at most this many blocks a multiprocessor: 1 unless GPUCONV_SEPARABLE_FILL (0..64) says
+// otherwise at start-up; 0 turns the rule off. Tests and measurements: force_separable_tile_fill(n)
+// sets it (plans made after the call take it), -1 restores the start-up value.
+int separable_tile_fill();
+void force_separable_tile_fill(int fill);
+
 class separable_tiles {
  public:
   static bool supports(int kh, int kw) { return direct_tiles::supports(1, kw) && direct_tiles::supports(kh, 1); }
@@ -30,9 +37,17 @@ class separable_tiles {
   // The sizes whose passes run in one kernel, the intermediate in shared memory (boxes too:
   // up to 32 taps the tile's 8 B a pixel beat the running sums' 16).
   static bool uses_tile(int kh, int kw);
-  // The shared memory a block of the shared tile takes for out_h x out_w outputs (the cost model:
-  // past ~113 KB two blocks no longer fit a multiprocessor).
-  static std::size_t tile_shared_bytes(long long out_h, long long out_w, int kh, int kw);
+  // The shared tile's blocks for `planes` planes of out_h x out_w outputs on a GPU of `sms`
+  // multiprocessors, as run launches them (tile_shape_for): output rows a block, threads a block,
+  // its shared memory (the cost model: past ~113 KB two blocks no longer fit a multiprocessor) and
+  // the grid. planes or sms 0: the shape before the short grids' rule.
+  struct tile_geometry {
+    int tile_h, threads;
+    std::size_t shared_bytes;
+    long long blocks;
+  };
+  static tile_geometry tile_geometry_for(long long out_h, long long out_w, int kh, int kw, long long planes = 0,
+                                         int sms = 0);
 
   // Whether the two passes run by FFT (line_fft_passes) for a kh x kw factor pair on out_h x
   // out_w outputs, box: every kernel of the bank a box (box_factors): where the cost model
@@ -64,6 +79,7 @@ class separable_tiles {
   void run_tile(const T* in, T* out, const window_map& m, int k, cudaStream_t stream) const;
 
   int count_, kh_, kw_;
+  long long max_blocks_ = 0;  // the shared tile's short grids: separable_tile_fill() x the device's multiprocessors
   direct_tiles rows_, columns_;
   std::vector<std::array<float, 2>> box_;  // per kernel: the column and row factors of a box, {0, 0} if not
   std::unique_ptr<line_fft_passes> fft_;   // the passes by FFT, where fft_passes() says so

@@ -17,6 +17,7 @@
 //                (lanes on consecutive columns: coalesced): the first output's kh rows, then add
 //                the row entering and subtract the one leaving.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 
 #include "window_tile.cuh"
@@ -54,8 +55,27 @@ struct tile_shape {
   tile_layout layout;
   long long tiles_y, tiles_x;
 };
-inline tile_shape tile_shape_for(long long out_h, long long out_w, int kh, int kw) {
+// A block of window_shape_for's shape (fewer rows of threads while its tile exceeds the shared
+// memory). Short grids: while the grid of `planes` planes would still have at most max_blocks
+// blocks with half the rows of threads a block, they halve (down to 4: 32 output rows a block,
+// whose row pass also walks the kh - 1 halo rows; planes or max_blocks 0: the rule off).
+// separable_tiles passes one block a multiprocessor (separable_tile_fill): one 512-thread block a
+// 128^2 plane left 32 x 128^2 on 32 of the H100's 132 multiprocessors (0.018-0.021 ms at K =
+// 13..25; 4 rows of threads, 128 blocks: 0.012-0.015), while grids that fill the GPU once lost to
+// the halo rows when halved past it (1 x 1080 x 1920 at K = 29, 255 blocks: 0.028 ms, 510 blocks
+// of half the rows: 0.043).
+inline tile_shape tile_shape_for(long long out_h, long long out_w, int kh, int kw, long long planes = 0,
+                                 long long max_blocks = 0) {
   window_shape s = window_shape_for(out_h, out_w, kh, kw);
+  auto blocks = [&](int ty) {
+    const long long rows = (long long)ty * window_policy::rows_per_thread;
+    return planes * ((out_h + rows - 1) / rows) * s.tiles_x;
+  };
+  while (s.ty > 4) {
+    const int half = std::max(4, (s.ty + 1) / 2);
+    if (planes <= 0 || max_blocks <= 0 || blocks(half) > max_blocks) break;
+    s.ty = half;
+  }
   tile_layout l = tile_layout_for(s.ty * window_policy::rows_per_thread, s.tile_w, kh, kw);
   while (l.bytes > (std::size_t)window_policy::max_shared_bytes && s.ty > 1)
     l = tile_layout_for(--s.ty * window_policy::rows_per_thread, s.tile_w, kh, kw);

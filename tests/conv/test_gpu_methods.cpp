@@ -411,6 +411,32 @@ TEST_CASE("GPU direct and separable: every unrolled size, banks, batches, odd si
   check_method<float>(direct, 300, 150, 1, 1, 255, 1, o);        // one column, the column walk's tallest
 }
 
+// The shared tile's short grids (tile_shape_for, separable_tile_fill): the rule off (0: the plain
+// blocks of up to 16 rows of threads), grids of at most 1 (the default) and 4 blocks a
+// multiprocessor, and 64 (these images' blocks all down to 4 rows of threads), each against the
+// reference; plans take the value when made.
+TEST_CASE("GPU separable shared tile: short grids' shorter blocks, every fill", "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  struct restore {
+    ~restore() { force_separable_tile_fill(-1); }
+  } restore_fill;
+  options o;
+  o.border = boundary::reflect101;
+  const auto separable = cuda_forced(cuda_path::separable);
+  for (const int fill : {0, 1, 4, 64}) {
+    INFO("separable_tile_fill " << fill);
+    force_separable_tile_fill(fill);
+    REQUIRE(separable_tile_fill() == fill);
+    check_method<float>(separable, 128, 128, 3, 1, 31, 31, o);          // 512-thread blocks, a plane each when off
+    check_method<float>(separable, 128, 128, 2, 2, 13, 13, o);          // a bank
+    check_method<std::uint16_t>(separable, 100, 100, 5, 1, 11, 11, o);  // 13 rows of threads when off
+    check_method<std::uint8_t>(separable, 64, 64, 9, 1, 7, 7, o);       // 16-lane blocks
+    check_method<float>(separable, 300, 1100, 1, 1, 32, 32, o);         // several blocks each way
+  }
+  force_separable_tile_fill(-1);
+  CHECK_THROWS_AS(force_separable_tile_fill(65), std::invalid_argument);
+}
+
 // The chooser takes direct up to max_cuda_direct_taps (method.hpp): its float sums of that many
 // products against the double reference, relative L2 over the image (the issue's error measure),
 // beside an FFT path's (fused tiles, three-pass past 64 taps a side) on the same image and kernel.

@@ -77,13 +77,22 @@ void for_threads(F&& phase) {
 }
 
 // The separable path for one rank-1 kernel (factors c, r) as separable.cu launches it: the
-// shared tile up to tile_max_side a side, else for a box the running sums (the two window
-// passes are the walks checked above).
+// shared tile up to tile_max_side a side (max_blocks: its short grids' rule, tile_shape_for), else
+// for a box the running sums (the two window passes are the walks checked above).
 template <typename T>
-void emulate_separable(const T* in, T* out, const window_map& m, int kh, int kw, const rank1_factors& f) {
+void emulate_separable(const T* in, T* out, const window_map& m, int kh, int kw, const rank1_factors& f,
+                       long long max_blocks) {
   const std::vector<float> row_taps = padded_taps(f.row.data(), 1, 1, kw), column_taps = padded_taps(f.column.data(), 1, kh, 1);
   if (separable_tiles::uses_tile(kh, kw)) {
-    const tile_shape t = tile_shape_for(m.out_h, m.out_w, kh, kw);
+    const tile_shape t = tile_shape_for(m.out_h, m.out_w, kh, kw, m.planes, max_blocks);
+    if (max_blocks > 0) {
+      // the rule's shapes: rows of threads halved from the plain shape's, down to 4 at most, while
+      // the grid stays within max_blocks
+      const int plain = tile_shape_for(m.out_h, m.out_w, kh, kw).shape.ty;
+      CHECK(t.shape.ty <= plain);
+      CHECK((t.shape.ty == plain || t.shape.ty >= 4));
+      CHECK((t.shape.ty == plain || m.planes * t.tiles_y * t.tiles_x <= max_blocks));
+    }
     const tile_args a{m, kh, kw, row_taps.data(), column_taps.data(), divider(t.tiles_x), divider(t.tiles_y * t.tiles_x),
                       m.out_w % 4 == 0};
     std::vector<float> shared(t.layout.bytes / 4);
@@ -193,14 +202,16 @@ void check_walk(int kh, int kw, long long h, long long w) {
   check(std::integral_constant<int, 2>{});
 }
 
-// box: every value of the kernel equal (the running sums past tile_max_side)
-void check_separable(int kh, int kw, long long h, long long w, bool box) {
+// box: every value of the kernel equal (the running sums past tile_max_side); max_blocks: the
+// shared tile's short-grid rule (tile_shape_for)
+void check_separable(int kh, int kw, long long h, long long w, bool box, long long max_blocks = 0) {
   check_emulated(
       box ? "separable box" : "separable", kh, kw, h, w,
       [&](const auto* in, auto* out, const window_map& m, const std::vector<float>& k) {
         const rank1_factors f = factor_rank1(k.data(), kh, kw);
         REQUIRE(f.found());
-        emulate_separable(in, out, m, kh, kw, f);
+        INFO("max_blocks " << max_blocks);
+        emulate_separable(in, out, m, kh, kw, f, max_blocks);
       },
       [&](std::uint64_t seed) {
         return box ? std::vector<float>(std::size_t(kh) * kw, 1.f / float(kh * kw)) : test::make_kernels(1, kh, kw, true, seed);
@@ -236,6 +247,14 @@ TEST_CASE("separable path's device code, emulated on the CPU: shared tile and bo
   check_separable(9, 5, 33, 20, false);    // the column walk's middle, 8-lane blocks
   check_separable(32, 32, 80, 140, false);  // the tile's largest: two rounds of the row pass
   check_separable(1, 1, 4, 4, false);
+  // short grids (tile_shape_for's rule): 16 rows of threads a 128^2 plane down to 4 (tile_h 32
+  // against a 31-row halo: the row pass in two rounds), 13 a 100-row plane down to 7 (two blocks
+  // down, the last one short) and to 4, and a 64-wide plane's 16-lane blocks
+  check_separable(31, 31, 128, 128, false, 1 << 20);
+  check_separable(13, 13, 128, 128, false, 1 << 20);
+  check_separable(5, 9, 100, 130, false, 2 * 2 * 2);  // 2 planes x 2 columns of blocks x 2 rows of them (same: ty 7)
+  check_separable(32, 32, 100, 130, false, 1 << 20);
+  check_separable(7, 3, 64, 64, false, 1 << 20);
   check_separable(33, 40, 50, 290, true);   // several row blocks and column blocks
   check_separable(41, 1, 300, 30, true);    // two runs down a column
   check_separable(1, 45, 9, 13, true);      // the kernel wider than the image
