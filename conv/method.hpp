@@ -130,11 +130,10 @@ inline constexpr long long max_direct_taps = 128;
 // the [gpu] test "GPU direct method's float sums ..." measures; past 225 taps no shape of the
 // H100's sweeps ran direct fastest).
 inline constexpr long long max_cuda_direct_taps = 225;
-// The shared tile where the passes share one (separable_tiles::uses_tile: its block's rows, warps
-// and shared bytes from window_shape_for and separable_tiles::tile_shared_bytes), else the two
-// passes through global memory (the row pass over out_h + kh - 1 rows; narrow outputs cost more).
-// planes, sms: the shared tile's blocks for that many output planes on that GPU
-// (separable_tiles::tile_geometry_for; 0: the shape before the short grids' rule).
+// The shared tile where the passes share one (separable_tiles::uses_tile: its block's rows, threads
+// and shared bytes from separable_tiles::tile_geometry_for, for `planes` input planes on a GPU of
+// `sms` multiprocessors; 0: the shape before the short grids' rule), else the two passes through
+// global memory (the row pass over out_h + kh - 1 rows; narrow outputs cost more).
 double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, long long out_w, long long planes = 0, int sms = 0);
 // box kernels (every factor of the column equal, and of the row: separable_tiles::is_box_size)
 // run as running sums: the 16 B a pixel of the two passes, ~7.5 ps, whatever K.
