@@ -210,7 +210,7 @@ class cuda_backend final : public plan::impl {
     }
     if (choice.path == cuda_path::separable) {
       separable_ = std::make_unique<separable_tiles>(choice.factors, prob.kernels, prob.kh, prob.kw, prob.geo.out_h,
-                                                     prob.geo.out_w);
+                                                     prob.geo.out_w, sms_);
       if (one_pass) {
         separable_chunk_ = prob.planes;
         return;

@@ -68,14 +68,12 @@ float constant_factor(const float* v, int n) {
 
 }  // namespace
 
-separable_tiles::separable_tiles(const rank1_factors& f, int count, int kh, int kw, long long out_h, long long out_w)
+separable_tiles::separable_tiles(const rank1_factors& f, int count, int kh, int kw, long long out_h, long long out_w,
+                                 int sms)
     : count_(count), kh_(kh), kw_(kw), rows_(f.row, count, 1, kw), columns_(f.column, count, kh, 1) {
   if (!supports(kh, kw))
     throw std::invalid_argument("separable_tiles: a " + std::to_string(kh) + " x " + std::to_string(kw) +
                                 " kernel's passes do not fit the shared tile");
-  int device = 0, sms = 0;
-  GPUCONV_CUDA(cudaGetDevice(&device));
-  GPUCONV_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   max_blocks_ = (long long)separable_tile_fill() * sms;
   for (int k = 0; k < count; ++k) {
     const float c = constant_factor(f.column.data() + std::size_t(k) * kh, kh);
@@ -113,7 +111,7 @@ bool separable_tiles::uses_tile(int kh, int kw) { return kh <= tile_max_side && 
 separable_tiles::tile_geometry separable_tiles::tile_geometry_for(long long out_h, long long out_w, int kh, int kw,
                                                                   long long planes, int sms) {
   const tile_shape t = tile_shape_for(out_h, out_w, kh, kw, planes, (long long)separable_tile_fill() * sms);
-  return {t.shape.tile_h, t.shape.tx * t.shape.ty, t.layout.bytes, planes * t.tiles_y * t.tiles_x};
+  return {t.shape.tile_h, t.shape.tx * t.shape.ty, t.layout.bytes};
 }
 
 namespace {

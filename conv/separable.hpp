@@ -38,13 +38,12 @@ class separable_tiles {
   // up to 32 taps the tile's 8 B a pixel beat the running sums' 16).
   static bool uses_tile(int kh, int kw);
   // The shared tile's blocks for `planes` planes of out_h x out_w outputs on a GPU of `sms`
-  // multiprocessors, as run launches them (tile_shape_for): output rows a block, threads a block,
-  // its shared memory (the cost model: past ~113 KB two blocks no longer fit a multiprocessor) and
-  // the grid. planes or sms 0: the shape before the short grids' rule.
+  // multiprocessors, as run launches them (tile_shape_for): output rows a block, threads a block
+  // and its shared memory (the cost model: past ~113 KB two blocks no longer fit a multiprocessor).
+  // planes or sms 0: the shape before the short grids' rule.
   struct tile_geometry {
     int tile_h, threads;
     std::size_t shared_bytes;
-    long long blocks;
   };
   static tile_geometry tile_geometry_for(long long out_h, long long out_w, int kh, int kw, long long planes = 0,
                                          int sms = 0);
@@ -61,9 +60,10 @@ class separable_tiles {
   static bool in_one_kernel(const rank1_factors& f, int count, int kh, int kw, long long out_h, long long out_w);
 
   // f: the bank's factors, `count` columns of kh and rows of kw one after another; out_h x
-  // out_w: the plan's output (the FFT passes' line lengths). Throws std::invalid_argument when
+  // out_w: the plan's output (the FFT passes' line lengths); sms: the device's multiprocessors (the
+  // shared tile's short grids, as the chooser priced them). Throws std::invalid_argument when
   // !supports(kh, kw) or the factors do not match the sizes.
-  separable_tiles(const rank1_factors& f, int count, int kh, int kw, long long out_h, long long out_w);
+  separable_tiles(const rank1_factors& f, int count, int kh, int kw, long long out_h, long long out_w, int sms);
 
   // Floats of intermediate one input plane of map m needs.
   static long long intermediate_per_plane(const tile_map& m) { return (m.out_h + m.kh - 1) * m.out_w; }
