@@ -119,6 +119,11 @@ int window_rows_for(long long out_h, long long out_w, int kh, int kw, long long 
   return 2;
 }
 
+int separable_pass_rows_for() {
+  const int forced = forced_rows.load();
+  return forced ? forced : separable_pass_rows;
+}
+
 bool direct_tiles::supports(int kh, int kw) {
   if (kh < 1 || kw < 1 || kh > 4096 || kw > 4096) return false;
   try {

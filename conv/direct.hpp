@@ -88,6 +88,18 @@ window_shape window_shape_for(long long out_h, long long out_w, int kh, int kw,
 // instructions at ~6 cycles each, 19 us); fewer rows a thread cut the chains and give the
 // schedulers more warps.
 int window_rows_for(long long out_h, long long out_w, int kh, int kw, long long planes, int sms);
+// The separable method's two passes through global memory (separable_tiles: a 1 x kw row pass and
+// a kh x 1 column pass, one of the sides past the shared tile's 32) take 4 rows a thread whatever
+// the grid, unless force_window_rows says otherwise. H100, session 76, fp32, rank-1 K = 33..63
+// (`gpuconv-bench sweep` with GPUCONV_DIRECT_ROWS 0 / 2 / 4 / 8 in one call): 4 rows ran faster
+// than window_rows_for's 8 / 4 / 2 in all 37 shapes and sizes timed - 1 x 1080 x 1920 by 15-22%
+// (0.0376 -> 0.0292 ms at K = 33), 3 x 1080 x 1920 by 9-12%, 1 x 2048^2, 1 x 4096^2, 3 x 3000 x 4000
+// and 64 x 256^2 by 3-8%, 1 x 1024^2 and 16 x 256^2 (whose column pass the rule gives 2) by 0.4-14%,
+// 1024 x 64^2 by 0.5-5.5% (the smallest within the timing's noise).
+// A pass's thread does kw (or kh) multiply-adds an output, not kh x kw, so the grid wants more
+// threads than the direct method's rule gives it before its chains, not its blocks, set the time.
+inline constexpr int separable_pass_rows = 4;
+int separable_pass_rows_for();
 // Tests and measurements: makes window_rows_for answer `rows` (8, 4 or 2; 0 restores its rule).
 // Starts as GPUCONV_DIRECT_ROWS. Plans made after the call take it (and so do the launches of
 // plans already made on the direct path: they shape each launch by it).
@@ -138,6 +150,9 @@ class direct_tiles {
   // kernels: `count` effective kernels (flipped for correlation), kh x kw row-major, one after
   // another. Throws std::invalid_argument when !supports(kh, kw).
   direct_tiles(const std::vector<float>& kernels, int count, int kh, int kw);
+  // A separable pass's launches (separable_tiles): rows a thread by separable_pass_rows_for, not
+  // window_rows_for.
+  void as_separable_pass() { separable_pass_ = true; }
 
   // Every output plane of map m for kernel `kernel` of the bank (one launch). Asynchronous.
   template <typename in_t, typename out_t>
@@ -162,6 +177,7 @@ class direct_tiles {
   void run_mma(const std::uint8_t* in, std::uint8_t* out, const window_map& m, int kernel, cudaStream_t stream) const;
 
   int sms_ = 0;                   // the device's multiprocessors (window_rows_for)
+  bool separable_pass_ = false;   // as_separable_pass()
   bool tensor_cores_ = false;     // compute capability 8.0 or later, the mma walk compiled for it
   std::vector<float> scales_;     // per kernel: mma_walk_scale
   std::vector<float> host_;       // the kernels as given (the unrolled walk's launch parameters)

@@ -91,8 +91,9 @@ void direct_tiles::run(const in_t* in, out_t* out, const window_map& m, int kern
       return run_mma(in, out, m, kernel, stream);
   }
   // the separable path's passes between pixel types keep 8 rows a thread (fewer instantiations)
-  const int rows = std::is_same_v<in_t, out_t> ? window_rows_for(m.out_h, m.out_w, kh_, kw_, m.planes, sms_)
-                                               : window_policy::rows_per_thread;
+  const int rows = !std::is_same_v<in_t, out_t> ? window_policy::rows_per_thread
+                   : separable_pass_                ? separable_pass_rows_for()
+                                                    : window_rows_for(m.out_h, m.out_w, kh_, kw_, m.planes, sms_);
   const window_shape s = window_shape_for(m.out_h, m.out_w, kh_, kw_, rows);
   const long long blocks = m.planes * s.tiles_y * s.tiles_x;
   if (blocks < 1) return;

@@ -75,6 +75,8 @@ separable_tiles::separable_tiles(const rank1_factors& f, int count, int kh, int 
     throw std::invalid_argument("separable_tiles: a " + std::to_string(kh) + " x " + std::to_string(kw) +
                                 " kernel's passes do not fit the shared tile");
   max_blocks_ = (long long)separable_tile_fill() * sms;
+  rows_.as_separable_pass();
+  columns_.as_separable_pass();
   for (int k = 0; k < count; ++k) {
     const float c = constant_factor(f.column.data() + std::size_t(k) * kh, kh);
     const float r = constant_factor(f.row.data() + std::size_t(k) * kw, kw);

@@ -969,10 +969,15 @@ TEST_CASE("CUDA direct path: block shapes cover the output and fit shared memory
   CHECK(window_rows_for(28, 28, 5, 5, 1500, 132) == 4);
   CHECK(window_rows_for(28, 28, 5, 5, 4000, 132) == 8);
   CHECK(window_rows_for(28, 28, 5, 5, 1, 132) == 2);
+  // the separable method's passes through global memory: 4 rows whatever the grid, unless forced
+  CHECK(separable_pass_rows_for() == 4);
   force_window_rows(4);
   CHECK(window_rows_for(4096, 4096, 3, 3, 1, 132) == 4);
+  force_window_rows(8);
+  CHECK(separable_pass_rows_for() == 8);
   force_window_rows(0);
   CHECK(window_rows_for(4096, 4096, 3, 3, 1, 132) == 8);
+  CHECK(separable_pass_rows_for() == 4);
   CHECK_THROWS_AS(force_window_rows(3), std::invalid_argument);
   CHECK_THROWS_AS(window_shape_for(64, 64, 3, 3, 16), std::invalid_argument);
   CHECK(window_shape_for(64, 64, 5, 5).tx == 16);
