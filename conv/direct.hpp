@@ -95,12 +95,13 @@ int window_rows_for(long long out_h, long long out_w, int kh, int kw, long long 
 // than window_rows_for's 8 / 4 / 2 in all 37 shapes and sizes timed - 1 x 1080 x 1920 by 15-22%
 // (0.0376 -> 0.0292 ms at K = 33), 3 x 1080 x 1920 by 9-12%, 1 x 2048^2, 1 x 4096^2, 3 x 3000 x 4000
 // and 64 x 256^2 by 3-8%, 1 x 1024^2 and 16 x 256^2 (whose column pass the rule gives 2) by 0.4-14%,
-// 1024 x 64^2 by 0.5-5.5% (the smallest within the timing's noise).
+// 1024 x 64^2 by 0.5-5.5% (the smallest within the timing's noise); tiny planes (28^2) not timed.
 // A pass's thread does kw (or kh) multiply-adds an output, not kh x kw, so the grid wants more
 // threads than the direct method's rule gives it before its chains, not its blocks, set the time.
 inline constexpr int separable_pass_rows = 4;
 int separable_pass_rows_for();
-// Tests and measurements: makes window_rows_for answer `rows` (8, 4 or 2; 0 restores its rule).
+// Tests and measurements: makes window_rows_for and separable_pass_rows_for answer `rows` (8, 4
+// or 2; 0 restores their rules).
 // Starts as GPUCONV_DIRECT_ROWS. Plans made after the call take it (and so do the launches of
 // plans already made on the direct path: they shape each launch by it).
 void force_window_rows(int rows);
