@@ -8,6 +8,10 @@
 #                        [--sanitize-only]   (no configure, build, ctest or benchmarks: the sanitizers over an
 #                                             existing $GPUCONV_BUILD_DIR/tests/gpuconv_tests, e.g. one carried
 #                                             to the device, which saves a device call's build)
+#                        [--cases-only]      (as --sanitize-only, without the sanitizer: every [gpu] case of that
+#                                             binary as a process of its own, 12 at once, each capped at 300 s
+#                                             unless --sanitize-jobs / --sanitize-cap say otherwise; on the H100
+#                                             host all 66 in 144 s)
 #                        [--sizes n1,n2] [--reps R]
 #                        [--variant NAME='-DFLAG=V ...']...   (extra builds with other CUDA flags, benchmarked too)
 # --sanitize-tools and --sanitize-filter turn the sanitizers on (as --sanitize does).
@@ -16,7 +20,7 @@ set -uo pipefail
 final_out=${OUT:-$PWD/gpu-check-logs}
 out="$final_out/logs"  # packed into logs.tgz at the end (the device tool returns few files)
 build=${GPUCONV_BUILD_DIR:-build-gpu}
-run_tests=1 run_bench=1 sanitize=0 prebuilt=0 bench_args=() variants=() benches=fft1d,conv test_filter=""
+run_tests=1 run_bench=1 sanitize=0 prebuilt=0 bench_args=() variants=() benches=fft1d,conv test_filter="" cases_only=0
 # compute-sanitizer runs each tool over the [gpu] tests to completion, one process per test case,
 # --sanitize-jobs of them at once (racecheck over all of them in one process took longer than a
 # device call; ten at once: every case but one in 320 s; with the direct sweep as three cases,
@@ -26,7 +30,7 @@ run_tests=1 run_bench=1 sanitize=0 prebuilt=0 bench_args=() variants=() benches=
 # summary. Split the tools over several calls with --sanitize-tools where one call's time limit
 # is shorter than the three together. Tests that repeat work for stress (GPUCONV_TEST_ROUNDS) run
 # 3 rounds under the sanitizer: its hazards show in one round, and each launch is ~100x slower.
-san_tools=memcheck,racecheck,synccheck san_cap=1500 san_filter="[gpu]" san_jobs=6
+san_tools=memcheck,racecheck,synccheck san_cap=1500 san_filter="[gpu]" san_jobs=6 cap_set=0 jobs_set=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-bench) run_bench=0 ;;
@@ -36,15 +40,20 @@ while [ $# -gt 0 ]; do
     --tests) test_filter=$2; shift ;;
     --sanitize) sanitize=1 ;;
     --sanitize-tools) san_tools=$2; sanitize=1; shift ;;
-    --sanitize-cap) san_cap=$2; shift ;;
+    --sanitize-cap) san_cap=$2; cap_set=1; shift ;;
     --sanitize-filter) san_filter=$2; sanitize=1; shift ;;
-    --sanitize-jobs) san_jobs=$2; shift ;;
+    --sanitize-jobs) san_jobs=$2; jobs_set=1; shift ;;
     --sanitize-only) sanitize=1; prebuilt=1; run_tests=0; run_bench=0 ;;
+    --cases-only) sanitize=1; prebuilt=1; run_tests=0; run_bench=0; san_tools=plain; cases_only=1 ;;
     --variant) variants+=("$2"); shift ;;
     *) echo "gpu-check.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
+if [ "$cases_only" = 1 ]; then
+  [ "$jobs_set" = 1 ] || san_jobs=12
+  [ "$cap_set" = 1 ] || san_cap=300
+fi
 mkdir -p "$out"
 start=$(date +%s)
 
@@ -82,8 +91,12 @@ sanitize_case() {
   id=$(printf '%s' "$name" | md5sum | cut -c1-10)
   spec=$(printf '%s' "$name" | sed -e 's/[][\\,*]/\\&/g')  # Catch2 test spec: \ , [ ] * escaped
   t0=$(date +%s)
-  GPUCONV_TEST_ROUNDS=3 timeout "$san_cap" compute-sanitizer --tool "$tool" --error-exitcode 99 "$build/tests/gpuconv_tests" "$spec" \
-    > "$out/sanitize-$tool-$id.log" 2>&1
+  if [ "$tool" = plain ]; then  # --cases-only: the case alone, no sanitizer
+    timeout "$san_cap" "$build/tests/gpuconv_tests" "$spec" > "$out/sanitize-$tool-$id.log" 2>&1
+  else
+    GPUCONV_TEST_ROUNDS=3 timeout "$san_cap" compute-sanitizer --tool "$tool" --error-exitcode 99 "$build/tests/gpuconv_tests" "$spec" \
+      > "$out/sanitize-$tool-$id.log" 2>&1
+  fi
   rc=$?
   printf '%s %s | %s | %s | %s\n' "$rc" "$(( $(date +%s) - t0 ))" "$id" "$name" \
     "$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test cases|All tests passed" "$out/sanitize-$tool-$id.log" | tr '\n' ' ')" \
@@ -96,6 +109,8 @@ if [ "$sanitize" = 1 ]; then
   # "terminated before first instrumented API call"), so a filter's host cases are left out
   mapfile -t san_cases < <(comm -12 <("$build/tests/gpuconv_tests" --list-tests --verbosity quiet "$san_filter" | sort) \
                                     <("$build/tests/gpuconv_tests" --list-tests --verbosity quiet "[gpu]" | sort))
+  # (an empty list would read as a clean run: say so and fail)
+  if [ "${#san_cases[@]}" = 0 ]; then echo "gpu-check: no [gpu] test case matches '$san_filter'"; exit 1; fi
   for tool in ${san_tools//,/ }; do
     t0=$(date +%s)
     rm -f "$out/sanitize-$tool-"*.sum
@@ -112,7 +127,9 @@ if [ "$sanitize" = 1 ]; then
         >> "$out/sanitize-$tool-problems.txt"
     done < "$out/sanitize-$tool.txt"
     if [ "$cases" = "$clean" ] && [ "$cases" = "${#san_cases[@]}" ]; then verdict=clean; else verdict=FAILED; test_rc=1; fi
-    san_lines+=("compute-sanitizer $tool: $verdict: $clean of ${#san_cases[@]} test cases clean, $cut cut at ${san_cap}s ($(( $(date +%s) - t0 ))s, $san_jobs at once)")
+    label="compute-sanitizer $tool" what=clean
+    [ "$tool" = plain ] && label="[gpu] cases, a process each" what="passed"
+    san_lines+=("$label: $verdict: $clean of ${#san_cases[@]} test cases $what, $cut cut at ${san_cap}s ($(( $(date +%s) - t0 ))s, $san_jobs at once)")
     [ "$verdict" = clean ] || san_lines+=("$(head -c 1500 "$out/sanitize-$tool-problems.txt")")
   done
 fi
