@@ -20,7 +20,7 @@ set -uo pipefail
 final_out=${OUT:-$PWD/gpu-check-logs}
 out="$final_out/logs"  # packed into logs.tgz at the end (the device tool returns few files)
 build=${GPUCONV_BUILD_DIR:-build-gpu}
-run_tests=1 run_bench=1 sanitize=0 prebuilt=0 bench_args=() variants=() benches=fft1d,conv test_filter="" cases_only=0
+run_tests=1 run_bench=1 sanitize=0 prebuilt=0 bench_args=() variants=() benches=fft1d,conv test_filter=""
 # compute-sanitizer runs each tool over the [gpu] tests to completion, one process per test case,
 # --sanitize-jobs of them at once (racecheck over all of them in one process took longer than a
 # device call; ten at once: every case but one in 320 s; with the direct sweep as three cases,
@@ -44,13 +44,13 @@ while [ $# -gt 0 ]; do
     --sanitize-filter) san_filter=$2; sanitize=1; shift ;;
     --sanitize-jobs) san_jobs=$2; jobs_set=1; shift ;;
     --sanitize-only) sanitize=1; prebuilt=1; run_tests=0; run_bench=0 ;;
-    --cases-only) sanitize=1; prebuilt=1; run_tests=0; run_bench=0; san_tools=plain; cases_only=1 ;;
+    --cases-only) sanitize=1; prebuilt=1; run_tests=0; run_bench=0; san_tools=plain ;;
     --variant) variants+=("$2"); shift ;;
     *) echo "gpu-check.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
-if [ "$cases_only" = 1 ]; then
+if [ "$san_tools" = plain ]; then  # --cases-only
   [ "$jobs_set" = 1 ] || san_jobs=12
   [ "$cap_set" = 1 ] || san_cap=300
 fi
