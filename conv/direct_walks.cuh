@@ -90,10 +90,15 @@ void direct_tiles::run(const in_t* in, out_t* out, const window_map& m, int kern
     if (tensor_cores_ && scales_[kernel] > 0.f && mma_walk_applies(kh_, kw_, m))
       return run_mma(in, out, m, kernel, stream);
   }
-  // the separable path's passes between pixel types keep 8 rows a thread (fewer instantiations)
-  const int rows = !std::is_same_v<in_t, out_t> ? window_policy::rows_per_thread
-                   : separable_pass_                ? separable_pass_rows_for()
-                                                    : window_rows_for(m.out_h, m.out_w, kh_, kw_, m.planes, sms_);
+  // Between pixel types (the narrow images' separable passes: uint8 / uint16 rows into the float
+  // intermediate, its columns back out) the walks come at 8 rows a thread and, for the row and
+  // column walks, at 4: a separable pass takes 4 unless forced to 8 (a forced 2 runs at 8 there).
+  constexpr bool same = std::is_same_v<in_t, out_t>;
+  const int asked = separable_pass_ ? separable_pass_rows_for()
+                    : same          ? window_rows_for(m.out_h, m.out_w, kh_, kw_, m.planes, sms_)
+                                    : window_policy::rows_per_thread;
+  const bool line_walk = kh_ == 1 || kw_ == 1;
+  const int rows = same || (asked == 4 && line_walk) ? asked : window_policy::rows_per_thread;
   const window_shape s = window_shape_for(m.out_h, m.out_w, kh_, kw_, rows);
   const long long blocks = m.planes * s.tiles_y * s.tiles_x;
   if (blocks < 1) return;
@@ -112,8 +117,8 @@ void direct_tiles::run(const in_t* in, out_t* out, const window_map& m, int kern
   };
   auto walks = [&](auto r) {
     constexpr int R = decltype(r)::value;
-    if (std::is_same_v<in_t, out_t> && direct_unrolled(kh_, kw_)) {  // (the separable passes are never square)
-      if constexpr (std::is_same_v<in_t, out_t>) direct_kernels::dispatch_unrolled(kh_, [&](auto side) {
+    if (same && direct_unrolled(kh_, kw_)) {  // (the separable passes are never square)
+      if constexpr (same) direct_kernels::dispatch_unrolled(kh_, [&](auto side) {
         constexpr int K = decltype(side)::value;
         fixed_taps<K * K> taps;
         std::copy_n(host_.data() + std::size_t(kernel) * K * K, K * K, taps.v);
@@ -123,14 +128,13 @@ void direct_tiles::run(const in_t* in, out_t* out, const window_map& m, int kern
       launch(&direct_kernels::window_kernel<walk::column, 1, R, in_t, out_t>, fixed_taps<1>{});
     } else if (kh_ == 1) {
       launch(&direct_kernels::window_kernel<walk::row, 1, R, in_t, out_t>, fixed_taps<1>{});
-    } else {
+    } else if constexpr (same || R == window_policy::rows_per_thread) {  // (between types: 8 rows only)
       launch(&direct_kernels::window_kernel<walk::generic, 1, R, in_t, out_t>, fixed_taps<1>{});
     }
   };
-  if constexpr (std::is_same_v<in_t, out_t>) {
+  if constexpr (same)
     if (rows == 2) return walks(std::integral_constant<int, 2>{});
-    if (rows == 4) return walks(std::integral_constant<int, 4>{});
-  }
+  if (rows == 4) return walks(std::integral_constant<int, 4>{});
   walks(std::integral_constant<int, window_policy::rows_per_thread>{});
 }
 

@@ -18,6 +18,7 @@ struct options {
   bool passes = false;  // fft3d: time each pass of the forward transform alone too
   std::vector<std::string> shapes;  // sweep: PLANESxHEIGHTxWIDTH image shapes (empty: the four defaults)
   std::string boundary = "reflect101";  // sweep: zero, constant, replicate, reflect, reflect101 or wrap
+  bool u8 = false;                       // sweep: uint8 images in and out (kernels scaled to sum |k| = 1)
   std::string input;                     // replay: a sweep's CSV
   int sms = 132;                         // replay: the GPU's multiprocessors (H100, H200: 132)
   bool rows = false;                     // replay: a line a row too

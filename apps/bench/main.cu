@@ -17,7 +17,7 @@ void usage() {
                "       gpuconv-bench conv [--reps R] [--warmup W] [--sizes k1,k2,...] [--tile T] [--csv FILE]\n"
                "       gpuconv-bench host [--reps R] [--warmup W] [--csv FILE]\n"
                "       gpuconv-bench host3d [--reps R] [--warmup W] [--csv FILE]\n"
-               "       gpuconv-bench sweep [--reps R] [--warmup W] [--sizes k1,k2,...] [--shapes PxHxW,...] [--tile T] [--boundary B] [--csv FILE]\n"
+               "       gpuconv-bench sweep [--reps R] [--warmup W] [--sizes k1,k2,...] [--shapes PxHxW,...] [--tile T] [--boundary B] [--u8] [--csv FILE]\n"
                "       gpuconv-bench replay FILE.csv [--boundary B] [--tile T] [--sms N] [--rows]\n"
                "       gpuconv-bench fft3d [--reps R] [--warmup W] [--sizes 128,256,512,1024] [--passes] [--csv FILE]\n"
                "       gpuconv-bench conv3d [--reps R] [--warmup W] [--sizes 15,31,63,1024] [--tile T] [--csv FILE]\n"
@@ -35,7 +35,8 @@ void usage() {
                "         1024x64^2 and 3x3000x4000 (12 MP RGB planes; --shapes selects, e.g. 64x256x256): the crossover\n"
                "         table; rank-1 kernels also time the separable passes by FMA and by FFT each; --tile forces the\n"
                "         fused and three-pass paths' tile (the automatic choice stays free); --boundary B sets the rule\n"
-               "         (zero, constant, replicate, reflect, reflect101 (the default), wrap)\n"
+               "         (zero, constant, replicate, reflect, reflect101 (the default), wrap); --u8: uint8 images in\n"
+               "         and out (kernels scaled to sum |k| = 1; the choice is the fp32 plan's, err in levels)\n"
                "  replay the cost model (conv/method.hpp) over a sweep's CSV, without a GPU: the choice it makes now\n"
                "         for every row, that choice's measured time over the fastest method's, and each method's\n"
                "         measured time over its price (median and spread, by shape); --boundary and --tile: what the\n"
@@ -78,6 +79,7 @@ int main(int argc, char** argv) {
       else if (a == "--boundary") opt.boundary = value();
       else if (a == "--sms") opt.sms = std::stoi(value());
       else if (a == "--rows") opt.rows = true;
+      else if (a == "--u8") opt.u8 = true;
       else if (cmd == "replay" && a.rfind("--", 0) != 0 && opt.input.empty()) opt.input = a;
       else if (a == "--shapes") {
         std::stringstream ss(value());

@@ -14,7 +14,10 @@
 // with the direct path's, or the first method's (relative L2), so that a wrong result cannot
 // hide behind a fast time. The chosen plan and the fastest method are timed again back to back at
 // the end of each row (each keeps its lower median), so that the order of the timings does not
-// count as a miss.
+// count as a miss. --u8: uint8 images in and out (the kernels scaled to sum |k| = 1 so that the
+// outputs stay inside 0..255), every method on them; the automatic choice is the plan's, which
+// knows no pixel type, and err is the largest difference in levels from the first method's output
+// (at most 1: each method rounds its own float sums).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -107,9 +110,9 @@ int run_sweep(const options& opt) {
   GPUCONV_CUDA(cudaGetDeviceProperties(&prop, 0));
   const char* gpu = prop.name;
   const double copy_gbs = copy_bandwidth_gbs(std::size_t(1) << 30, opt.reps, stream);
-  std::printf("gpuconv-bench sweep on %s; fp32 'same', %s, execute_device, median of %d runs after %d warm-up;\n"
+  std::printf("gpuconv-bench sweep on %s; %s 'same', %s, execute_device, median of %d runs after %d warm-up;\n"
               "measured copy bandwidth (read + write): %.0f GB/s (byte floor %.0f Gpix/s)\n\n",
-              gpu, opt.boundary.c_str(), opt.reps, opt.warmup, copy_gbs, copy_gbs / 8);
+              gpu, opt.u8 ? "uint8" : "fp32", opt.boundary.c_str(), opt.reps, opt.warmup, copy_gbs, copy_gbs / 8);
   const conv::boundary border = conv::boundary_named(opt.boundary).value();  // checked by main
   std::vector<int> sizes = opt.sizes;
   if (sizes.empty())
@@ -131,18 +134,41 @@ int run_sweep(const options& opt) {
   const std::uint64_t seed = (std::uint64_t)std::chrono::steady_clock::now().time_since_epoch().count();
   std::vector<sweep_row> rows;
   // every method and the automatic choice for one kernel on one shape (`io`: its rotating buffers)
-  auto measure = [&](const sweep_shape& sh, rotating_sets& io, device_buffer<float>& first, const std::vector<float>& kernel,
-                     int k, const char* name) {
+  // `in8`, `out8`: the uint8 sets (--u8; empty otherwise)
+  auto measure = [&](const sweep_shape& sh, rotating_sets& io, std::vector<device_buffer<std::uint8_t>>& in8,
+                     std::vector<device_buffer<std::uint8_t>>& out8, device_buffer<float>& first,
+                     std::vector<float> kernel, int k, const char* name) {
     const long long pixels = (long long)sh.planes * sh.height * sh.width;
     const auto& in = io.in;
     auto& out = io.out;
     const int sets = io.size();
+    if (opt.u8) {
+      double sum = 0;
+      for (float v : kernel) sum += std::abs(v);
+      for (float& v : kernel) v = float(v / sum);
+    }
     sweep_row r{sh, k, name, {}, -1, -1, conv::cuda_path::automatic, 0, 0, 0};
     bool have_first = false;
     auto time_plan = [&](conv::plan& p) {
       int i = 0;
+      if (opt.u8)
+        return median_ms([&](cudaStream_t s) { ++i; p.execute_device(in8[i % sets].data(), out8[i % sets].data(), s); },
+                         opt.warmup, opt.reps, stream);
       return median_ms([&](cudaStream_t s) { ++i; p.execute_device(in[i % sets].data(), out[i % sets].data(), s); },
                        opt.warmup, opt.reps, stream);
+    };
+    // the first run of a plan: its output kept as `first` (the first method's) or compared with it
+    auto first_run = [&](conv::plan& p) {
+      if (opt.u8) p.execute_device(in8[0].data(), out8[0].data(), stream);
+      else p.execute_device(in[0].data(), out[0].data(), stream);
+      if (!have_first) {
+        if (opt.u8) from_u8(out8[0].data(), first.data(), pixels, stream);
+        else GPUCONV_CUDA(cudaMemcpyAsync(first.data(), out[0].data(), pixels * 4, cudaMemcpyDeviceToDevice, stream));
+        have_first = true;
+      } else {
+        r.err = std::max(r.err, opt.u8 ? double(max_u8_difference(out8[0].data(), first.data(), pixels, stream))
+                                       : relative_l2(out[0].data(), first.data(), pixels, stream));
+      }
     };
     conv::plan_options po;
     po.device = conv::backend::cuda;
@@ -156,13 +182,7 @@ int run_sweep(const options& opt) {
       po.tile = forced_tile(methods[m], opt.tile);
       try {
         conv::plan p(sh.height, sh.width, sh.planes, kernel.data(), k, k, po);
-        p.execute_device(in[0].data(), out[0].data(), stream);
-        if (!have_first) {
-          GPUCONV_CUDA(cudaMemcpyAsync(first.data(), out[0].data(), pixels * 4, cudaMemcpyDeviceToDevice, stream));
-          have_first = true;
-        } else {
-          r.err = std::max(r.err, relative_l2(out[0].data(), first.data(), pixels, stream));
-        }
+        first_run(p);
         r.ms[m] = time_plan(p);
       } catch (const std::invalid_argument&) {
         // the method cannot hold this kernel (or the memory cap its workspace)
@@ -174,8 +194,7 @@ int run_sweep(const options& opt) {
       try {
         conv::plan p(sh.height, sh.width, sh.planes, kernel.data(), k, k, po);
         if (mode < 0 || conv::separable_tiles::fft_passes(k, k, sh.height, sh.width, false)) {
-          p.execute_device(in[0].data(), out[0].data(), stream);
-          r.err = std::max(r.err, relative_l2(out[0].data(), first.data(), pixels, stream));
+          first_run(p);
           (mode < 0 ? r.sep_fma_ms : r.sep_fft_ms) = time_plan(p);
         }
       } catch (const std::invalid_argument&) {
@@ -211,11 +230,19 @@ int run_sweep(const options& opt) {
   for (const sweep_shape& sh : shapes) {
     const long long pixels = (long long)sh.planes * sh.height * sh.width;
     rotating_sets io(pixels, seed, stream);
+    std::vector<device_buffer<std::uint8_t>> in8, out8;
+    if (opt.u8)
+      for (int i = 0; i < io.size(); ++i) {
+        in8.emplace_back(pixels);
+        out8.emplace_back(pixels);
+        to_u8(io.in[i].data(), in8.back().data(), pixels, stream);
+      }
     device_buffer<float> first(pixels);
     for (int k : sizes)
-      for (bool rank1 : {false, true}) measure(sh, io, first, sweep_kernel(k, rank1, seed), k, rank1 ? "rank-1" : "dense");
+      for (bool rank1 : {false, true})
+        measure(sh, io, in8, out8, first, sweep_kernel(k, rank1, seed), k, rank1 ? "rank-1" : "dense");
     if (sh.planes == 1 && sh.height == 4096 && sh.width == 4096)  // the named kernels (detected as separable)
-      for (const named_kernel& n : named_kernels()) measure(sh, io, first, n.values, n.k, n.name);
+      for (const named_kernel& n : named_kernels()) measure(sh, io, in8, out8, first, n.values, n.k, n.name);
   }
   std::printf("%-16s %4s %6s | %8s %8s %8s %8s %8s %8s %8s | %-10s %8s %7s %6s | %8s\n", "images", "K", "kernel",
               "direct", "separ.", "sep-fma", "sep-fft", "fused", "3pass", "multi", "chosen", "ms", "Gpix/s", "ratio",
@@ -251,23 +278,24 @@ int run_sweep(const options& opt) {
   }
   std::printf(".\nsep-fma, sep-fft: the separable method's passes forced to FMA walks (or the shared tile) and to FFT\n"
               "lines (force_line_fft; '-' where they do not apply); ratio counts the five methods as the plan picks\n"
-              "their variants.\nerr: the largest relative L2 difference between the methods' outputs.\n");
+              "their variants.\nerr: the largest %s between the methods' outputs.\n",
+              opt.u8 ? "difference in levels" : "relative L2 difference");
   if (!opt.csv.empty()) {
     std::ofstream f(opt.csv);
     f << "gpu,planes,height,width,k,kernel,direct_ms,separable_ms,fused_ms,three_pass_ms,multipass_ms,chosen,chosen_ms,best_"
-         "ms,err,separable_fma_ms,separable_fft_ms\n";
+         "ms,err,separable_fma_ms,separable_fft_ms,pixel\n";
     for (const auto& r : rows) {
       f << '"' << gpu << "\"," << r.shape.planes << ',' << r.shape.height << ',' << r.shape.width << ',' << r.k
         << ',' << r.kernel;
       for (double t : r.ms) f << ',' << t;
       f << ',' << conv::to_string(r.chosen) << ',' << r.chosen_ms << ',' << r.best_ms << ',' << r.err << ','
-        << r.sep_fma_ms << ',' << r.sep_fft_ms << '\n';
+        << r.sep_fma_ms << ',' << r.sep_fft_ms << ',' << (opt.u8 ? "uint8" : "fp32") << '\n';
     }
   }
   for (const auto& r : rows)
-    if (!(r.err < 1e-4)) {
-      std::fprintf(stderr, "gpuconv-bench: sweep %dx%dx%d K=%d: the methods disagree (rel L2 %.2e)\n", r.shape.planes,
-                   r.shape.height, r.shape.width, r.k, r.err);
+    if (!(opt.u8 ? r.err <= 1 : r.err < 1e-4)) {
+      std::fprintf(stderr, "gpuconv-bench: sweep %dx%dx%d K=%d: the methods disagree (%s %.2e)\n", r.shape.planes,
+                   r.shape.height, r.shape.width, r.k, opt.u8 ? "levels" : "rel L2", r.err);
       return 3;
     }
   return 0;
@@ -322,6 +350,8 @@ int run_replay(const options& opt) {
   for (int m = 0; m < method_count; ++m) cm[m] = column(method_columns[m]);
   const int cg = column("gpu"), cp = column("planes"), ch = column("height"), cw = column("width"), ck = column("k"),
             cn = column("kernel"), cc = column("chosen");
+  // (older sweeps have no pixel column: fp32; the prices are fp32's, a uint8 sweep is not theirs)
+  const auto pixel_at = std::find(header.begin(), header.end(), "pixel");
   std::string gpu;
   using ratio_set = std::vector<double>;
   std::vector<ratio_set> by_method(method_count);
@@ -344,6 +374,9 @@ int run_replay(const options& opt) {
     }
     if (r.planes < 1 || r.height < 1 || r.width < 1 || r.k < 1)
       throw std::invalid_argument("line " + std::to_string(n) + " of '" + app::printable(opt.input) + "': a size below 1");
+    if (pixel_at != header.end() && v[pixel_at - header.begin()] != "fp32")
+      throw std::invalid_argument("line " + std::to_string(n) + " of '" + app::printable(opt.input) + "': pixel '" +
+                                  app::printable(v[pixel_at - header.begin()]) + "', the cost model prices fp32 sweeps");
     r.kernel = v[cn];
     r.chosen = v[cc];
     gpu = v[cg];

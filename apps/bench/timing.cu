@@ -51,6 +51,12 @@ __global__ void to_u8_kernel(const float* in, std::uint8_t* out, std::size_t cou
     out[i] = (std::uint8_t)__float2int_rn((in[i] * 0.5f + 0.5f) * 255.f);
 }
 
+__global__ void from_u8_kernel(const std::uint8_t* in, float* out, std::size_t count) {
+  for (std::size_t i = blockIdx.x * (std::size_t)blockDim.x + threadIdx.x; i < count;
+       i += (std::size_t)gridDim.x * blockDim.x)
+    out[i] = float(in[i]);
+}
+
 __global__ void u8_diff_kernel(const std::uint8_t* a, const float* b, std::size_t count, int* worst) {
   int m = 0;
   for (std::size_t i = blockIdx.x * (std::size_t)blockDim.x + threadIdx.x; i < count;
@@ -78,6 +84,11 @@ double fma_peak_tflops(cudaStream_t stream) {
 void to_u8(const float* in, std::uint8_t* out, std::size_t count, cudaStream_t stream) {
   to_u8_kernel<<<1024, 256, 0, stream>>>(in, out, count);
   check_launch("to_u8_kernel");
+}
+
+void from_u8(const std::uint8_t* in, float* out, std::size_t count, cudaStream_t stream) {
+  from_u8_kernel<<<1024, 256, 0, stream>>>(in, out, count);
+  check_launch("from_u8_kernel");
 }
 
 int max_u8_difference(const std::uint8_t* a, const float* b, std::size_t count, cudaStream_t stream) {

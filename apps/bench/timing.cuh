@@ -100,9 +100,11 @@ struct rotating_sets {
 // register-resident FMA chains on every SM: the arithmetic ceiling the floors use.
 double fma_peak_tflops(cudaStream_t stream);
 
-// float -> uint8 (values scaled from [-1, 1) to [0, 255]) and the largest |a - round(b)|
-// between a uint8 result and a float one (rounded and saturated as the plan does).
+// float -> uint8 (values scaled from [-1, 1) to [0, 255]), uint8 -> float (the values as they
+// are) and the largest |a - round(b)| between a uint8 result and a float one (rounded and
+// saturated as the plan does).
 void to_u8(const float* in, std::uint8_t* out, std::size_t count, cudaStream_t stream);
+void from_u8(const std::uint8_t* in, float* out, std::size_t count, cudaStream_t stream);
 int max_u8_difference(const std::uint8_t* a, const float* b, std::size_t count, cudaStream_t stream);
 
 // ||a - b|| / ||b|| over `count` floats, computed on the device in double.

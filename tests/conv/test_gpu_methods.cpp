@@ -411,6 +411,35 @@ TEST_CASE("GPU direct and separable: every unrolled size, banks, batches, odd si
   check_method<float>(direct, 300, 150, 1, 1, 255, 1, o);        // one column, the column walk's tallest
 }
 
+// The separable method's two passes through global memory (a side past the shared tile's 32) on
+// narrow pixels: uint8 / uint16 rows into the float intermediate and its columns back out, whose
+// walks come at 4 rows a thread (the default) and 8 (forced; a forced 2 runs at 8 between types),
+// each against the reference: images of one block and of several each way, widths off the 4-pixel
+// stores, planes, a bank, every output mode (the passes forced to FMA walks, not FFT lines).
+TEST_CASE("GPU separable passes between pixel types: 4 and 8 rows a thread", "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  struct restore {
+    ~restore() { force_window_rows(0), force_line_fft(0); }
+  } guard;
+  force_line_fft(-1);
+  const auto separable = cuda_forced(cuda_path::separable);
+  for (const int rows : {0, 8, 2}) {
+    INFO("force_window_rows " << rows);
+    force_window_rows(rows);
+    options o;
+    o.border = boundary::reflect101;
+    check_method<std::uint8_t>(separable, 200, 260, 1, 1, 33, 33, o);
+    check_method<std::uint16_t>(separable, 131, 301, 2, 1, 7, 45, o);   // planes; width off the 4-pixel stores
+    check_method<std::uint8_t>(separable, 97, 70, 3, 2, 41, 5, o);      // a bank on 3 planes
+    check_method<std::uint16_t>(separable, 1, 1, 1, 1, 35, 35, o);      // one pixel
+    o.border = boundary::wrap;
+    o.mode = output_mode::full;
+    check_method<std::uint8_t>(separable, 50, 37, 1, 1, 64, 3, o);
+    o.mode = output_mode::valid;
+    check_method<std::uint16_t>(separable, 90, 700, 1, 1, 33, 9, o);
+  }
+}
+
 // The shared tile's short grids (tile_shape_for, separable_tile_fill): the rule off (0: the plain
 // blocks of up to 16 rows of threads), grids of at most 1 (the default) and 4 blocks a
 // multiprocessor, and 64 (these images' blocks all down to 4 rows of threads), each against the
