@@ -98,6 +98,9 @@ int window_rows_for(long long out_h, long long out_w, int kh, int kw, long long 
 // 1024 x 64^2 by 0.5-5.5% (the smallest within the timing's noise); tiny planes (28^2) not timed.
 // A pass's thread does kw (or kh) multiply-adds an output, not kh x kw, so the grid wants more
 // threads than the direct method's rule gives it before its chains, not its blocks, set the time.
+// The passes between pixel types (uint8 / uint16 rows into the float intermediate, its columns
+// back out) take the same 4: their row and column walks are compiled at 4 and 8 rows (8 where
+// forced to 8 or 2), the generic walk between types at 8 only.
 inline constexpr int separable_pass_rows = 4;
 int separable_pass_rows_for();
 // Tests and measurements: makes window_rows_for and separable_pass_rows_for answer `rows` (8, 4

@@ -11,7 +11,7 @@
 #                        [--cases-only]      (as --sanitize-only, without the sanitizer: every [gpu] case of that
 #                                             binary as a process of its own, 12 at once, each capped at 300 s
 #                                             unless --sanitize-jobs / --sanitize-cap say otherwise; on the H100
-#                                             host all 66 in 144 s)
+#                                             host all 67 in 159 s, session 77)
 #                        [--sizes n1,n2] [--reps R]
 #                        [--variant NAME='-DFLAG=V ...']...   (extra builds with other CUDA flags, benchmarked too)
 # --sanitize-tools and --sanitize-filter turn the sanitizers on (as --sanitize does).
