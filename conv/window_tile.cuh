@@ -54,6 +54,16 @@ __device__ GPUCONV_INLINE void store_row(float* row, const held (&v)[full + 1], 
   if (tail_write) row[32 * full] = read >> full & 1u ? pixel_value(v[full]) : tail_fill;
 }
 
+// The pad columns past the tail chunk, [32 (full + 1), stride) of each row (at most one chunk:
+// a tile whose stride reaches past its last columns' chunk by round4(kw) + 4 - (cols - 32 full),
+// e.g. cols = 158, stride = 164 at kw = 31 on 128 outputs), zero as every pad column.
+template <int full>
+__device__ GPUCONV_INLINE void zero_last_pads(float* sm, int g, int l, int groups, int rows, int stride) {
+  const int c = 32 * (full + 1) + l;
+  if (c >= stride) return;
+  for (int r = g; r < rows; r += groups) sm[r * stride + c] = 0.f;
+}
+
 // A tile whose rows and columns all lie inside the image (most tiles of a large image), loaded
 // by warps along rows, lane l taking columns l + 32 k: chunks k < full hold only image columns
 // (every lane copies), chunk `full` holds the row's last columns, its pad columns [cols, stride)
@@ -62,11 +72,13 @@ __device__ GPUCONV_INLINE void store_row(float* row, const held (&v)[full + 1], 
 // pointer steps. `src` is the first row's element of lane l (row g of the tile, column l).
 // Float pixels go by cp.async (the tail's pad columns by its zero fill, the lanes past the
 // stride predicated off); narrow ones are loaded for a batch of rows before any is converted.
+// pad_chunk: pad columns past the tail chunk (stride up to 32 (full + 2)), zero_last_pads.
 // (The general loader below spent ~13 instructions an element on these tiles: per-element
 // branches around each copy, a boundary lookup a row, 64-bit addresses.)
-template <int full, typename in_t>
+template <int full, bool pad_chunk, typename in_t>
 __device__ GPUCONV_INLINE void load_interior(const in_t* src, long long width, int g, int l, int groups, int rows,
                                              int cols, int stride, float* sm) {
+  if constexpr (pad_chunk) zero_last_pads<full>(sm, g, l, groups, rows, stride);
   const int tail = 32 * full + l;  // the lane's column in the tail chunk
   const bool tail_copy = tail < cols, tail_write = tail < stride;
   const long long src_step = (long long)groups * width;
@@ -122,11 +134,12 @@ __device__ GPUCONV_INLINE void load_interior(const in_t* src, long long width, i
 // against load_interior's ~7. (The general loader below resolves them per element: ncu of a
 // 4096^2 uint8 K = 3 plan, session 62, had the 9% of the blocks on an edge run 14% of the
 // kernel's instructions, ~4x an interior block's per element; docs/notes-conv.md.)
-template <int full, typename in_t>
+template <int full, bool pad_chunk, typename in_t>
 __device__ GPUCONV_INLINE void load_edge(const in_t* plane, const window_map& m, long long y_first, long long x_first,
                                          bool inside_x, int g, int l, int groups, int rows, int cols, int stride,
                                          float* sm, float outside) {
   constexpr int batch = 2;
+  if constexpr (pad_chunk) zero_last_pads<full>(sm, g, l, groups, rows, stride);
   unsigned off[full + 1];  // the lane's image column in chunk k (0 where it reads none)
   unsigned image = 0;      // bit k: chunk k's element is the image's (where its row is)
 #pragma unroll
@@ -167,9 +180,16 @@ __device__ GPUCONV_INLINE void load_edge(const in_t* plane, const window_map& m,
 // Inf there would make NaN). Threads in groups of up to 32 along a row (coalesced loads), a
 // batch of rows a group at a time so that narrow pixels (converted through registers) have
 // eight loads in flight per thread; float pixels go by cp.async, all in flight anyway.
-template <typename in_t>
+// max_full: the widest tile in chunks of 32 columns the chunked loaders (load_interior,
+// load_edge) are compiled for: 4 for the unrolled walks (at most 128 + 10 columns, stride within
+// the tail chunk: the loaders' code as before the pad chunk, whose tests, hoisted, cost the uint8
+// K = 3 walk at its 64 registers 8 bytes of spills), 6 with a pad chunk for the row, column and generic walks and the separable
+// tile (the row pass up to kw = 96: 223 columns, stride 228; kw = 61..64: 188..191 columns,
+// stride 196; the tile's kw = 29..32: 156..159 columns, stride 164). Wider: the loaders below.
+template <typename in_t, int max_full = 6>
 __device__ GPUCONV_INLINE void load_tile(const in_t* __restrict__ plane, const window_map& m, long long y_first,
                                          long long x_first, int rows, int cols, int stride, float* sm) {
+  static_assert(max_full >= 4 && max_full <= 6, "load_tile: the chunked loaders take 4 to 6 chunks");
   constexpr int batch = 4;  // rows a group at a time (narrow pixels: loads in flight per thread)
   const int threads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
   // (shifts and masks: a division by per_row is ~20 instructions a thread; fewer than 32 threads
@@ -180,24 +200,36 @@ __device__ GPUCONV_INLINE void load_tile(const in_t* __restrict__ plane, const w
   if (g >= groups) return;
   const bool inside_x = x_first >= 0 && x_first + cols <= m.width;
   const float outside = m.border == boundary::zero ? 0.f : m.constant_value;
-  if (inside_x && y_first >= 0 && y_first + rows <= m.height && per_row == 32 && stride <= 32 * (cols / 32 + 1)) {
+  // (the chunked loaders: full chunks of 32 columns, a tail chunk, and at most one chunk of pad
+  // columns after it)
+  constexpr bool pad_chunk = max_full > 4;
+  constexpr int chunks_past = pad_chunk ? 2 : 1;
+  if (inside_x && y_first >= 0 && y_first + rows <= m.height && per_row == 32 && stride <= 32 * (cols / 32 + chunks_past)) {
     const in_t* src = plane + (y_first + g) * m.width + x_first + l;
     switch (cols / 32) {
-      case 1: return load_interior<1>(src, m.width, g, l, groups, rows, cols, stride, sm);
-      case 2: return load_interior<2>(src, m.width, g, l, groups, rows, cols, stride, sm);
-      case 3: return load_interior<3>(src, m.width, g, l, groups, rows, cols, stride, sm);
-      case 4: return load_interior<4>(src, m.width, g, l, groups, rows, cols, stride, sm);
-      default: break;  // wider tiles: the loaders below
+      case 1: return load_interior<1, pad_chunk>(src, m.width, g, l, groups, rows, cols, stride, sm);
+      case 2: return load_interior<2, pad_chunk>(src, m.width, g, l, groups, rows, cols, stride, sm);
+      case 3: return load_interior<3, pad_chunk>(src, m.width, g, l, groups, rows, cols, stride, sm);
+      case 4: return load_interior<4, pad_chunk>(src, m.width, g, l, groups, rows, cols, stride, sm);
+      default: break;  // wider tiles: below
     }
+    if constexpr (max_full >= 5)
+      if (cols / 32 == 5) return load_interior<5, pad_chunk>(src, m.width, g, l, groups, rows, cols, stride, sm);
+    if constexpr (max_full >= 6)
+      if (cols / 32 == 6) return load_interior<6, pad_chunk>(src, m.width, g, l, groups, rows, cols, stride, sm);
   }
   if constexpr (!std::is_same_v<in_t, float>) {
-    if (per_row == 32 && stride <= 32 * (cols / 32 + 1)) {
-      if (cols / 32 == 4) return load_edge<4>(plane, m, y_first, x_first, inside_x, g, l, groups, rows, cols, stride, sm, outside);
+    if (per_row == 32 && stride <= 32 * (cols / 32 + chunks_past)) {
+      if (cols / 32 == 4) return load_edge<4, pad_chunk>(plane, m, y_first, x_first, inside_x, g, l, groups, rows, cols, stride, sm, outside);
+      if constexpr (max_full >= 5)
+        if (cols / 32 == 5) return load_edge<5, pad_chunk>(plane, m, y_first, x_first, inside_x, g, l, groups, rows, cols, stride, sm, outside);
+      if constexpr (max_full >= 6)
+        if (cols / 32 == 6) return load_edge<6, pad_chunk>(plane, m, y_first, x_first, inside_x, g, l, groups, rows, cols, stride, sm, outside);
     }
   }
   if constexpr (std::is_same_v<in_t, float>) {
-    // Tiles up to float_columns x 32 columns wide (the direct and separable ones up to ~28
-    // taps) where every element outside the image is 0 (zero border, a constant of 0; the
+    // Tiles up to float_columns x 32 columns wide (the direct ones up to ~28 taps; the row,
+    // column and generic walks' and the separable tile's up to kw = 64) where every element outside the image is 0 (zero border, a constant of 0; the
     // other borders map every element into the image): a thread's columns resolved once
     // (source column, and 4 or 0 bytes to copy: cp.async zero-fills what it does not copy, so
     // pad columns and pixels outside the image need no branch), then per row one boundary
@@ -206,7 +238,7 @@ __device__ GPUCONV_INLINE void load_tile(const in_t* __restrict__ plane, const w
     // Resolving each element's column, branch and shared address in the loop below made
     // loading ~50% of a 4096^2 K = 3 warp's instructions and ~3000 of a one-warp 28^2
     // block's ~4800 (docs/notes-conv.md).
-    constexpr int float_columns = 5;
+    constexpr int float_columns = max_full + 1;
     if (stride <= float_columns * per_row && (m.border != boundary::constant || m.constant_value == 0.f)) {
       int col[float_columns];          // the source column (0 where nothing is copied)
       unsigned bytes[float_columns];   // 4: copy, 0: zero-fill; ~0u: past the stride (no element)

@@ -195,7 +195,8 @@ __device__ GPUCONV_INLINE void window_load(const in_t* __restrict__ in, const wi
     const int threads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
     for (int e = tid; e < a.taps_floats; e += threads) shared[e] = a.padded[e];
   }
-  load_tile(in + blk.plane * a.m.height * a.m.width, a.m, blk.y0 + a.m.oy - (a.kh - 1), blk.x0 + a.m.ox - (a.kw - 1),
+  load_tile<in_t, W == walk::unrolled ? 4 : 6>(in + blk.plane * a.m.height * a.m.width, a.m, blk.y0 + a.m.oy - (a.kh - 1),
+                                                blk.x0 + a.m.ox - (a.kw - 1),
             int(blockDim.y) * R + a.kh - 1, int(blockDim.x) * C + a.kw - 1, a.stride, shared + a.taps_floats);
 }
 

@@ -440,6 +440,46 @@ TEST_CASE("GPU separable passes between pixel types: 4 and 8 rows a thread", "[c
   }
 }
 
+// The window loaders' chunks (window_tile.cuh load_tile): tiles of 128 output columns whose
+// extended rows span 4 to 7 chunks of 32 columns, with the pad columns reaching into the chunk
+// past the last (the separable tile at kw = 29..32: 156..159 columns, stride 164; the row pass at
+// kw = 61..64 and 93..96), on images wide and tall enough for interior tiles (every column and row
+// inside the image: load_interior), edge tiles (load_edge for narrow pixels, the float loader's
+// resolved columns) and, past 6 chunks or for a constant other than 0, the general loader; every
+// pixel type, against the reference (the passes as FMA walks, not FFT lines).
+TEST_CASE("GPU window loaders: tiles of 4 to 7 chunks and a pad chunk, interior and edge, every pixel type",
+          "[conv][gpu]") {
+  if (!cuda_device_available()) SKIP("no CUDA device present");
+  struct restore {
+    ~restore() { force_line_fft(0); }
+  } guard;
+  force_line_fft(-1);
+  const auto separable = cuda_forced(cuda_path::separable), direct = cuda_forced(cuda_path::direct);
+  const std::array<std::array<int, 2>, 9> kernels{{{29, 29},    // the shared tile: 4 chunks and a pad chunk
+                                                   {31, 32},
+                                                   {33, 33},    // the passes: rows of 5 chunks
+                                                   {45, 63},    // 5 chunks and a pad chunk
+                                                   {3, 64},
+                                                   {7, 65},     // 6 chunks
+                                                   {5, 96},     // 6 chunks and a pad chunk
+                                                   {5, 97},     // 7 chunks: the general loader
+                                                   {64, 5}}};   // the column pass at 64 taps
+  for (const boundary b : {boundary::reflect101, boundary::zero, boundary::constant}) {
+    options o;
+    o.border = b;
+    o.constant_value = 0.25f;
+    for (const auto& k : kernels) {
+      check_method<float>(separable, 150, 700, 1, 1, k[0], k[1], o);
+      check_method<std::uint8_t>(separable, 150, 700, 1, 1, k[0], k[1], o);
+      check_method<std::uint16_t>(separable, 149, 701, 1, 1, k[0], k[1], o);  // rows off the 4-pixel stores
+    }
+    // the direct method's row and generic walks past 4 chunks
+    check_method<float>(direct, 150, 700, 1, 1, 1, 70, o);
+    check_method<std::uint8_t>(direct, 150, 700, 1, 1, 3, 45, o);
+    check_method<std::uint16_t>(direct, 150, 700, 1, 1, 2, 90, o);
+  }
+}
+
 // The shared tile's short grids (tile_shape_for, separable_tile_fill): the rule off (0: the plain
 // blocks of up to 16 rows of threads), grids of at most 1 (the default) and 4 blocks a
 // multiprocessor, and 64 (these images' blocks all down to 4 rows of threads), each against the

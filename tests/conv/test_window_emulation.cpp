@@ -240,12 +240,21 @@ TEST_CASE("direct path's device code, emulated on the CPU: column, row and gener
   check_walk<walk::generic>(2, 2, 1, 1);
   check_walk<walk::generic>(9, 13, 20, 11);  // kernel wider than the image
   check_walk<walk::generic>(3, 6, 90, 300);  // a tile inside the image along x
+  // rows of more than 4 chunks of 32 columns (window_tile.cuh load_tile's max_full), tiles inside
+  // the image and on its edges: 5 chunks (kw = 33..64) with the pad columns in a chunk of their
+  // own at kw = 61..64, 6 chunks (65..96), and past them the general loader
+  check_walk<walk::row>(1, 40, 40, 500);
+  check_walk<walk::row>(1, 63, 40, 500);
+  check_walk<walk::row>(1, 96, 30, 600);
+  check_walk<walk::row>(1, 97, 20, 600);
+  check_walk<walk::generic>(3, 40, 60, 500);
 }
 
 TEST_CASE("separable path's device code, emulated on the CPU: shared tile and box running sums", "[conv]") {
   check_separable(3, 3, 70, 150, false);
   check_separable(9, 5, 33, 20, false);    // the column walk's middle, 8-lane blocks
   check_separable(32, 32, 80, 140, false);  // the tile's largest: two rounds of the row pass
+  check_separable(29, 29, 200, 400, false, 1 << 20);  // tiles inside the image, the pad columns' own chunk
   check_separable(1, 1, 4, 4, false);
   // short grids (tile_shape_for's rule): 16 rows of threads a 128^2 plane down to 4 (tile_h 32
   // against a 31-row halo: the row pass in two rounds), 13 a 100-row plane down to 7 (two blocks
