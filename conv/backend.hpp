@@ -11,15 +11,11 @@
 
 namespace gpuconv::conv {
 
-// The element type of an execute call.
-enum class pixel { f32, u8, u16 };
-
+// The element type of an execute call (conv::pixel: plan.hpp).
 inline pixel pixel_of(int bytes, bool is_float) {
   if (is_float) return pixel::f32;
   return bytes == 1 ? pixel::u8 : pixel::u16;
 }
-
-inline std::size_t pixel_bytes(pixel p) { return p == pixel::f32 ? 4 : p == pixel::u8 ? 1 : 2; }
 
 // Host conversions for the paths that compute in float buffers: narrow -> float, and float
 // -> narrow rounded to nearest with ties to even (std::nearbyint in the default rounding

@@ -257,13 +257,16 @@ class cuda_backend final : public plan::impl {
   // plan_options::autotune: times direct (up to max_cuda_direct_taps), separable
   // (when the kernel is rank-1), every fused and three-pass tile that holds the kernel and the
   // model's multi-pass tiling on this problem's shape (one warm-up, the best of three runs on
-  // a scratch image) and keeps the fastest. Skipped, keeping the model's choice, when the
-  // scratch image and its output do not fit the memory cap beside the largest workspace.
+  // a scratch image of plan_options::pixels) and keeps the fastest. Skipped, keeping the model's
+  // choice, when the scratch image and its output do not fit the memory cap beside the largest
+  // workspace.
   void autotune() {
-    const std::size_t io = std::size_t(prob.input_elements() + prob.output_elements()) * 4;
+    const pixel px = prob.options.pixels;
+    const std::size_t bytes = pixel_bytes(px);
+    const std::size_t io = std::size_t(prob.input_elements() + prob.output_elements()) * bytes;
     if (io > cap_ / 2) return;
-    device_buffer<float> in(prob.input_elements()), out(prob.output_elements());
-    GPUCONV_CUDA(cudaMemsetAsync(in.data(), 0x3F, in.bytes(), stream_));  // 0.747 everywhere
+    device_buffer<unsigned char> in(prob.input_elements() * bytes), out(prob.output_elements() * bytes);
+    GPUCONV_CUDA(cudaMemsetAsync(in.data(), 0x3F, in.bytes(), stream_));  // 0.747 everywhere (float), 63 / 16191
     std::vector<cuda_choice> candidates;
     auto add = [&](cuda_path path, int tile) {
       try {
@@ -293,11 +296,11 @@ class cuda_backend final : public plan::impl {
       } catch (const std::invalid_argument&) {
         continue;  // does not fit the memory cap
       }
-      run(in.data(), out.data(), pixel::f32, prob.map, stream_);
+      run(in.data(), out.data(), px, prob.map, stream_);
       float ms = 0;
       for (int rep = 0; rep < 3; ++rep) {
         GPUCONV_CUDA(cudaEventRecord(start, stream_));
-        run(in.data(), out.data(), pixel::f32, prob.map, stream_);
+        run(in.data(), out.data(), px, prob.map, stream_);
         GPUCONV_CUDA(cudaEventRecord(stop, stream_));
         const float t = stop.elapsed_since(start);
         ms = rep == 0 ? t : std::min(ms, t);

@@ -130,6 +130,9 @@ void direct_tiles::run(const in_t* in, out_t* out, const window_map& m, int kern
       launch(&direct_kernels::window_kernel<walk::row, 1, R, in_t, out_t>, fixed_taps<1>{});
     } else if constexpr (same || R == window_policy::rows_per_thread) {  // (between types: 8 rows only)
       launch(&direct_kernels::window_kernel<walk::generic, 1, R, in_t, out_t>, fixed_taps<1>{});
+    } else {  // (`rows` above never asks for it: not a silent launch of nothing if that changes)
+      throw std::logic_error("direct_tiles::run: no generic walk between pixel types at " + std::to_string(R) +
+                             " rows a thread");
     }
   };
   if constexpr (same)

@@ -24,6 +24,15 @@ namespace gpuconv::conv {
 
 enum class cpu_method { automatic, direct, separable, fft };
 
+// A pixel type as a value: plan_options::pixels (the type autotune times), and the element type
+// of an execute call. The CUDA model's prices below are fp32's whatever the type: on the H100 the
+// FFT paths on uint8 saved the 6 B a pixel their input and output do not move (~2 ps an output on
+// 2 MP and larger planes, none on 1 MP and below), as the passes and the shared tile should (the
+// same bytes less), so the bytes alone move no crossover (docs/notes-conv.md, session 78).
+enum class pixel { f32, u8, u16 };
+inline std::size_t pixel_bytes(pixel p) { return p == pixel::f32 ? 4 : p == pixel::u8 ? 1 : 2; }
+inline const char* to_string(pixel p) { return p == pixel::f32 ? "fp32" : p == pixel::u8 ? "uint8" : "uint16"; }
+
 inline const char* to_string(cuda_path p) {
   switch (p) {
     case cuda_path::fused: return "fused";

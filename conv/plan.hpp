@@ -51,6 +51,9 @@ struct plan_options {
                                         // (-1: the device current when the plan is built); the
                                         // caller's current device is left as it was
   cpu_method cpu = cpu_method::automatic;  // CPU backend: direct, separable or FFT (automatic: method.hpp's cost model)
+  pixel pixels = pixel::f32;            // CUDA backend: the pixel type autotune times the candidates on (the
+                                        // model's prices are fp32's for every type, method.hpp); execute
+                                        // still takes any of the three
 };
 
 class plan {

@@ -183,9 +183,10 @@ __device__ GPUCONV_INLINE void load_edge(const in_t* plane, const window_map& m,
 // max_full: the widest tile in chunks of 32 columns the chunked loaders (load_interior,
 // load_edge) are compiled for: 4 for the unrolled walks (at most 128 + 10 columns, stride within
 // the tail chunk: the loaders' code as before the pad chunk, whose tests, hoisted, cost the uint8
-// K = 3 walk at its 64 registers 8 bytes of spills), 6 with a pad chunk for the row, column and generic walks and the separable
-// tile (the row pass up to kw = 96: 223 columns, stride 228; kw = 61..64: 188..191 columns,
-// stride 196; the tile's kw = 29..32: 156..159 columns, stride 164). Wider: the loaders below.
+// K = 3 walk at its 64 registers 8 bytes of spills), 6 with a pad chunk for the row, column and
+// generic walks and the separable tile (the row pass up to kw = 96: 223 columns, stride 228;
+// kw = 61..64: 188..191 columns, stride 196; the tile's kw = 29..32: 156..159 columns, stride
+// 164). Wider: the loaders below.
 template <typename in_t, int max_full = 6>
 __device__ GPUCONV_INLINE void load_tile(const in_t* __restrict__ plane, const window_map& m, long long y_first,
                                          long long x_first, int rows, int cols, int stride, float* sm) {
@@ -228,9 +229,9 @@ __device__ GPUCONV_INLINE void load_tile(const in_t* __restrict__ plane, const w
     }
   }
   if constexpr (std::is_same_v<in_t, float>) {
-    // Tiles up to float_columns x 32 columns wide (the direct ones up to ~28 taps; the row,
-    // column and generic walks' and the separable tile's up to kw = 64) where every element outside the image is 0 (zero border, a constant of 0; the
-    // other borders map every element into the image): a thread's columns resolved once
+    // Tiles up to float_columns x 32 columns wide (the unrolled walks' up to ~28 taps; the
+    // row, column and generic walks' and the separable tile's up to kw = 92) where every
+    // element outside the image is 0 (zero border, a constant of 0; the other borders map every element into the image): a thread's columns resolved once
     // (source column, and 4 or 0 bytes to copy: cp.async zero-fills what it does not copy, so
     // pad columns and pixels outside the image need no branch), then per row one boundary
     // lookup and per element one copy at a fixed offset from the row's shared address (taken

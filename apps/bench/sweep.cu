@@ -149,18 +149,18 @@ int run_sweep(const options& opt) {
     }
     sweep_row r{sh, k, name, {}, -1, -1, conv::cuda_path::automatic, 0, 0, 0};
     bool have_first = false;
+    // one run of a plan on input set i (uint8 or float)
+    auto run_on = [&](conv::plan& p, int i, cudaStream_t s) {
+      if (opt.u8) p.execute_device(in8[i].data(), out8[i].data(), s);
+      else p.execute_device(in[i].data(), out[i].data(), s);
+    };
     auto time_plan = [&](conv::plan& p) {
       int i = 0;
-      if (opt.u8)
-        return median_ms([&](cudaStream_t s) { ++i; p.execute_device(in8[i % sets].data(), out8[i % sets].data(), s); },
-                         opt.warmup, opt.reps, stream);
-      return median_ms([&](cudaStream_t s) { ++i; p.execute_device(in[i % sets].data(), out[i % sets].data(), s); },
-                       opt.warmup, opt.reps, stream);
+      return median_ms([&](cudaStream_t s) { run_on(p, ++i % sets, s); }, opt.warmup, opt.reps, stream);
     };
     // the first run of a plan: its output kept as `first` (the first method's) or compared with it
     auto first_run = [&](conv::plan& p) {
-      if (opt.u8) p.execute_device(in8[0].data(), out8[0].data(), stream);
-      else p.execute_device(in[0].data(), out[0].data(), stream);
+      run_on(p, 0, stream);
       if (!have_first) {
         if (opt.u8) from_u8(out8[0].data(), first.data(), pixels, stream);
         else GPUCONV_CUDA(cudaMemcpyAsync(first.data(), out[0].data(), pixels * 4, cudaMemcpyDeviceToDevice, stream));
@@ -172,6 +172,7 @@ int run_sweep(const options& opt) {
     };
     conv::plan_options po;
     po.device = conv::backend::cuda;
+    po.pixels = opt.u8 ? conv::pixel::u8 : conv::pixel::f32;  // (as a user's uint8 plan)
     po.semantics.border = border;
     if (border == conv::boundary::constant) po.semantics.constant_value = 0.25f;
     for (int m = 0; m < method_count; ++m) {
@@ -350,7 +351,8 @@ int run_replay(const options& opt) {
   for (int m = 0; m < method_count; ++m) cm[m] = column(method_columns[m]);
   const int cg = column("gpu"), cp = column("planes"), ch = column("height"), cw = column("width"), ck = column("k"),
             cn = column("kernel"), cc = column("chosen");
-  // (older sweeps have no pixel column: fp32; the prices are fp32's, a uint8 sweep is not theirs)
+  // (older sweeps have no pixel column: fp32; a uint8 sweep's rows are priced as a uint8 plan
+  // chooses: by the model's prices, which are fp32's for every pixel type)
   const auto pixel_at = std::find(header.begin(), header.end(), "pixel");
   std::string gpu;
   using ratio_set = std::vector<double>;
@@ -374,9 +376,12 @@ int run_replay(const options& opt) {
     }
     if (r.planes < 1 || r.height < 1 || r.width < 1 || r.k < 1)
       throw std::invalid_argument("line " + std::to_string(n) + " of '" + app::printable(opt.input) + "': a size below 1");
-    if (pixel_at != header.end() && v[pixel_at - header.begin()] != "fp32")
-      throw std::invalid_argument("line " + std::to_string(n) + " of '" + app::printable(opt.input) + "': pixel '" +
-                                  app::printable(v[pixel_at - header.begin()]) + "', the cost model prices fp32 sweeps");
+    if (pixel_at != header.end()) {
+      const std::string& name = v[pixel_at - header.begin()];
+      if (name != "fp32" && name != "uint8" && name != "uint16")
+        throw std::invalid_argument("line " + std::to_string(n) + " of '" + app::printable(opt.input) + "': pixel '" +
+                                    app::printable(name) + "' (fp32, uint8 or uint16)");
+    }
     r.kernel = v[cn];
     r.chosen = v[cc];
     gpu = v[cg];

@@ -617,6 +617,22 @@ TEST_CASE("GPU plans choose direct or separable for small and rank-1 kernels, an
   const plan tuned(512, 512, 1, dense3.data(), 3, 3, po);
   INFO("autotune chose " << to_string(tuned.path()));
   CHECK((tuned.path() == cuda_path::direct || tuned.path() == cuda_path::fused));
+  // plan_options::pixels: autotune times the candidates on uint8 buffers; the tuned plan's uint8
+  // output within a level of a forced direct plan's (each rounds its own float sums)
+  po.pixels = pixel::u8;
+  plan tuned8(512, 512, 1, dense3.data(), 3, 3, po);
+  INFO("autotune for uint8 chose " << to_string(tuned8.path()));
+  CHECK((tuned8.path() == cuda_path::direct || tuned8.path() == cuda_path::fused));
+  std::vector<std::uint8_t> in8(512 * 512), got(in8.size()), want(in8.size());
+  for (std::size_t i = 0; i < in8.size(); ++i) in8[i] = std::uint8_t((i * 2654435761u) >> 24);
+  tuned8.execute(in8.data(), got.data());
+  plan_options pd;
+  pd.device = backend::cuda;
+  pd.path = cuda_path::direct;
+  plan(512, 512, 1, dense3.data(), 3, 3, pd).execute(in8.data(), want.data());
+  int worst = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(int(got[i]) - int(want[i])));
+  CHECK(worst <= 1);
   options o;
   test::forced_method automatic = cuda_forced(cuda_path::automatic);
   check_method<float>(automatic, 200, 300, 2, 1, 3, 3, o);
