@@ -184,8 +184,16 @@ double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, long long ou
     return (4.0 + 0.040 * taps) * (lone && block.threads < 12 * 32 ? 1.9 : 1.0);
   }
   // rows narrower than 128 outputs: 1.03-2.8x that on 64^2 and 100^2 images at K = 47..255 (a
-  // fifth more keeps the FFT passes, 0.41-0.60x the FMA passes' time there, K >= 127 on 1024 x 64^2)
-  return (3.1 + 0.084 * taps) * (out_w < 128 ? 1.2 : 1.0);
+  // fifth more keeps the FFT passes, 0.41-0.60x the FMA passes' time there, K >= 127 on 1024 x 64^2).
+  // Session 78 (H100): 0.92x the fit above (3.1 + 0.084 t). The passes at 4 rows a thread (session 76)
+  // and the 5-6 chunk loaders ran 11.3-11.5 ps at K = 63 on 4096^2 and 3 x 3000 x 4000, 14.1-14.3 at
+  // 81 (the old price: 15.2, 18.8), where the model took three-pass at K = 63 (0.237 / 0.463 ms
+  // against the FMA passes' 0.193 / 0.407). Lower still (the large images' own fit, 3.0 + 0.065 t)
+  // took the FMA passes on small planes with long kernels where the FFT passes ran 1.1-2.4x faster
+  // (session 75's sweep: 64 x 256^2 K = 101..128, 1024 x 64^2 K = 161..191): replayed over this
+  // session's sweeps and sessions 75-77's, 0.92 kept every one of those and gained 13 rows within 10%
+  // of the fastest (299 -> 312 of 332), losing 1-2 of 236 on session 75's default sweeps.
+  return (2.85 + 0.0773 * taps) * (out_w < 128 ? 1.2 : 1.0);
 }
 
 double cuda_box_ps_per_pixel(int kh, long long out_h) { return 7.5 * double(out_h + kh - 1) / double(out_h); }

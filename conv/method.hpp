@@ -25,10 +25,11 @@ namespace gpuconv::conv {
 enum class cpu_method { automatic, direct, separable, fft };
 
 // A pixel type as a value: plan_options::pixels (the type autotune times), and the element type
-// of an execute call. The CUDA model's prices below are fp32's whatever the type: on the H100 the
-// FFT paths on uint8 saved the 6 B a pixel their input and output do not move (~2 ps an output on
-// 2 MP and larger planes, none on 1 MP and below), as the passes and the shared tile should (the
-// same bytes less), so the bytes alone move no crossover (docs/notes-conv.md, session 78).
+// of an execute call. The CUDA model's prices below are fp32's whatever the type. H100, sessions
+// 77-78: on uint8 the fused tiles and three-pass saved about the 6 B a pixel their input and output
+// do not move (~2 ps an output on 2 MP and larger planes, none on 1 MP and below); since session
+// 78's loaders the FMA passes and the shared tile run at 0.9-1.0x their fp32 times too, so bytes
+// alone move no crossover. Not priced: the FFT passes on uint8 ran 1.0-1.25x fp32's (docs/notes-conv.md).
 enum class pixel { f32, u8, u16 };
 inline std::size_t pixel_bytes(pixel p) { return p == pixel::f32 ? 4 : p == pixel::u8 ? 1 : 2; }
 inline const char* to_string(pixel p) { return p == pixel::f32 ? "fp32" : p == pixel::u8 ? "uint8" : "uint16"; }
@@ -106,7 +107,8 @@ cpu_choice choose_cpu_method(const std::vector<float>& kernels, int count, int k
 //              generic one (0.045: session 13's instruction-count estimate, ~75% of the FMA
 //              rate, not refit); the byte floor is 2.7 ps (8 B at ~2990 GB/s);
 //   separable  with t = 1.1 round_up(kw, 4) (rows + kh - 1) / rows + 1.15 kh: two passes
-//              through a float intermediate (16 B a pixel, rows = out_h) 3.1 + 0.084 t; up to
+//              through a float intermediate (16 B a pixel, rows = out_h) 2.85 + 0.0773 t (session
+//              78: 0.92x the earlier fit 3.1 + 0.084 t); up to
 //              32 taps a side both passes in one tile (8 B a pixel, the row pass redone over
 //              each tile's halo rows, rows = tile_h) 4.0 + 0.040 t, x 1.9 where a block's
 //              tile takes more than 113 KB of shared memory (one block a multiprocessor, not two);
