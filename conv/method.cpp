@@ -192,7 +192,7 @@ double cuda_separable_ps_per_pixel(int kh, int kw, long long out_h, long long ou
   // took the FMA passes on small planes with long kernels where the FFT passes ran 1.1-2.4x faster
   // (session 75's sweep: 64 x 256^2 K = 101..128, 1024 x 64^2 K = 161..191): replayed over this
   // session's sweeps and sessions 75-77's, 0.92 kept every one of those and gained 13 rows within 10%
-  // of the fastest (299 -> 312 of 332), losing 1-2 of 236 on session 75's default sweeps.
+  // of the fastest (299 -> 312 of 326), losing 1-2 of 236 on session 75's default sweeps.
   return (2.85 + 0.0773 * taps) * (out_w < 128 ? 1.2 : 1.0);
 }
 
