@@ -11,7 +11,7 @@
 
 namespace gpuconv::conv {
 
-// The element type of an execute call (conv::pixel: plan.hpp).
+// The element type of an execute call (conv::pixel: method.hpp).
 inline pixel pixel_of(int bytes, bool is_float) {
   if (is_float) return pixel::f32;
   return bytes == 1 ? pixel::u8 : pixel::u16;

@@ -28,11 +28,11 @@ enum class cpu_method { automatic, direct, separable, fft };
 // of an execute call. The CUDA model's prices below are fp32's whatever the type. H100, sessions
 // 77-78: on uint8 the fused tiles and three-pass saved about the 6 B a pixel their input and output
 // do not move (~2 ps an output on 2 MP and larger planes, none on 1 MP and below); since session
-// 78's loaders the FMA passes and the shared tile run at 0.9-1.0x their fp32 times too, so bytes
-// alone move no crossover. Not priced: the FFT passes on uint8 ran 1.0-1.25x fp32's (docs/notes-conv.md).
+// 78's loaders the FMA passes and the shared tile run at 0.86-1.06x their fp32 times too, so bytes
+// alone move no crossover. Not priced: the FFT passes on uint8 ran 1.03-1.21x fp32's
+// (docs/notes-conv.md, session 78).
 enum class pixel { f32, u8, u16 };
 inline std::size_t pixel_bytes(pixel p) { return p == pixel::f32 ? 4 : p == pixel::u8 ? 1 : 2; }
-inline const char* to_string(pixel p) { return p == pixel::f32 ? "fp32" : p == pixel::u8 ? "uint8" : "uint16"; }
 
 inline const char* to_string(cuda_path p) {
   switch (p) {
