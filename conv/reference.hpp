@@ -23,18 +23,27 @@ inline void direct_convolve(const float* in, long long H, long long W, int plane
   const double outside = opt.border == boundary::constant ? double(opt.constant_value) : 0.0;
   const int rows = static_cast<int>(H), cols = static_cast<int>(W);  // validate() bounds them by INT_MAX
 
+  // the source column of every (output column, tap column) and the source row of every (output row,
+  // tap row), looked up once: the sums below are the same terms in the same order as the definition's
+  std::vector<int> column_of(static_cast<std::size_t>(g.out_w) * Kw), row_of(static_cast<std::size_t>(g.out_h) * Kh);
+  for (long long x = 0; x < g.out_w; ++x)
+    for (int j = 0; j < Kw; ++j) column_of[x * Kw + j] = border_index(x + g.ox - j, cols, opt.border);
+  for (long long y = 0; y < g.out_h; ++y)
+    for (int i = 0; i < Kh; ++i) row_of[y * Kh + i] = border_index(y + g.oy - i, rows, opt.border);
   for (int p = 0; p < planes; ++p) {
     const float* src = in + p * H * W;
     double* dst = out + p * g.out_h * g.out_w;
     for (long long y = 0; y < g.out_h; ++y)
       for (long long x = 0; x < g.out_w; ++x) {
         double sum = 0;
+        const int* c_of = &column_of[x * Kw];
         for (int i = 0; i < Kh; ++i) {
-          const int r = border_index(y + g.oy - i, rows, opt.border);
+          const int r = row_of[y * Kh + i];
+          const float* k_row = &k[static_cast<std::size_t>(i) * Kw];
           for (int j = 0; j < Kw; ++j) {
-            const int c = border_index(x + g.ox - j, cols, opt.border);
+            const int c = c_of[j];
             const double v = (r < 0 || c < 0) ? outside : double(src[r * W + c]);
-            sum += double(k[static_cast<long long>(i) * Kw + j]) * v;
+            sum += double(k_row[j]) * v;
           }
         }
         dst[y * g.out_w + x] = sum;
