@@ -66,4 +66,17 @@ __device__ GPUCONV_INLINE unsigned pack_u16x2(float lo, float hi) {
 #endif
 }
 
+// 4 results at p, aligned to the 4 pixels: one 16-, 4- or 8-byte store, narrow pixels packed as
+// store_pixel rounds and saturates them.
+template <typename out_t>
+__device__ GPUCONV_INLINE void store4(out_t* p, const float (&v)[4]) {
+  if constexpr (std::is_same_v<out_t, float>) {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  } else if constexpr (std::is_same_v<out_t, std::uint8_t>) {
+    *reinterpret_cast<unsigned*>(p) = pack_u8x4(v[0], v[1], v[2], v[3]);
+  } else {
+    *reinterpret_cast<uint2*>(p) = make_uint2(pack_u16x2(v[0], v[1]), pack_u16x2(v[2], v[3]));
+  }
+}
+
 }  // namespace gpuconv::conv

@@ -88,17 +88,6 @@ __device__ GPUCONV_INLINE void row_walk(const float* base, int stride, const flo
   }
 }
 
-template <typename out_t>
-__device__ GPUCONV_INLINE void store4(out_t* p, const float (&v)[4]) {
-  if constexpr (std::is_same_v<out_t, float>) {
-    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
-  } else if constexpr (std::is_same_v<out_t, std::uint8_t>) {
-    *reinterpret_cast<unsigned*>(p) = pack_u8x4(v[0], v[1], v[2], v[3]);
-  } else {
-    *reinterpret_cast<uint2*>(p) = make_uint2(pack_u16x2(v[0], v[1]), pack_u16x2(v[2], v[3]));
-  }
-}
-
 // 4 outputs as one store, for a thread whose 4 columns lie in the row and whose pointer is
 // aligned to the 4 pixels: one 16-, 4- or 8-byte store (written out: the compiler otherwise
 // merges it with the per-pixel stores of the edge path and splits it into four). Narrow pixels
@@ -195,9 +184,10 @@ __device__ GPUCONV_INLINE void window_load(const in_t* __restrict__ in, const wi
     const int threads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
     for (int e = tid; e < a.taps_floats; e += threads) shared[e] = a.padded[e];
   }
-  load_tile<in_t, W == walk::unrolled ? 4 : 6>(in + blk.plane * a.m.height * a.m.width, a.m, blk.y0 + a.m.oy - (a.kh - 1),
-                                                blk.x0 + a.m.ox - (a.kw - 1),
-            int(blockDim.y) * R + a.kh - 1, int(blockDim.x) * C + a.kw - 1, a.stride, shared + a.taps_floats);
+  load_tile<in_t, W == walk::unrolled ? 4 : 6>(in + blk.plane * a.m.height * a.m.width, a.m,
+                                                blk.y0 + a.m.oy - (a.kh - 1), blk.x0 + a.m.ox - (a.kw - 1),
+                                                int(blockDim.y) * R + a.kh - 1, int(blockDim.x) * C + a.kw - 1,
+                                                a.stride, shared + a.taps_floats);
 }
 
 // Phase 2, after the barrier: the thread's outputs summed by walk W, and stored.

@@ -238,6 +238,9 @@ TEST_CASE("GPU separable FFT passes: each line length, segments, banks, batches,
   check_method<float>(separable, 37, 1500, 1, 1, 3, 700, o);         // 1024-point rows, 2 segments
   check_method<std::uint8_t>(separable, 1500, 29, 1, 1, 300, 5, o);  // 1024-point columns, 3 segments
   check_method<float>(separable, 64, 64, 40, 3, 65, 65, o);          // a batch of small images, a bank
+  // widths of 4 pixels: the column pass's loads and narrow stores 4 pixels at a time
+  check_method<std::uint8_t>(separable, 200, 260, 2, 1, 161, 31, o);  // 512-point columns (8-column strips)
+  check_method<std::uint16_t>(separable, 64, 64, 20, 3, 65, 65, o);   // 256-point, a bank: out_step / out_offset
   o.mode = output_mode::full;
   o.border = boundary::constant;
   o.constant_value = 0.25f;
