@@ -22,7 +22,9 @@ main_arch=()
 nvidia-smi -L >/dev/null 2>&1 || main_arch=(-DCMAKE_CUDA_ARCHITECTURES=90-virtual)
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${main_arch[@]}"
 cmake --build "$build" -j "$jobs"
-ctest --test-dir "$build" --output-on-failure
+# two tests at a time on CI's two cores (the tests' files are per process: tests/app/support.hpp's
+# scratch_dir; slurm_array runs alone, RUN_SERIAL); gpu-check.sh runs them 4 at a time on the GPU host
+ctest --test-dir "$build" --output-on-failure -j "$jobs"
 # load: 10,000 generated images through gpuconv batch, bounded memory, no temp file left
 bash scripts/load-test.sh 10000 "$build/apps/gpuconv"
 
@@ -54,5 +56,5 @@ if [ "${GPUCONV_SANITIZE:-1}" != 0 ]; then
   bash scripts/fuzz.sh 0
   # last, so that CTest's summary closes the log
   UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-    ctest --test-dir "$asan" --output-on-failure
+    ctest --test-dir "$asan" --output-on-failure -j "$jobs"
 fi
