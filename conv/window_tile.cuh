@@ -347,25 +347,75 @@ __device__ GPUCONV_INLINE void load_tile(const in_t* __restrict__ plane, const w
       return;
     }
   }
-  for (int r0 = g; r0 < rows; r0 += batch * groups) {
-    const in_t* src[batch];  // the batch's source rows (null: outside the image, or past the tile)
-    bool live[batch];
-#pragma unroll
-    for (int q = 0; q < batch; ++q) {
-      const int r = r0 + q * groups;
-      live[q] = r < rows;
-      const int y = live[q] ? border_index(y_first + r, (int)m.height, m.border) : -1;
-      src[q] = y < 0 ? nullptr : plane + (long long)y * m.width;
-    }
-    for (int c = l; c < stride; c += per_row) {
-      const int col = c >= cols ? -2 : inside_x ? int(x_first + c) : border_index(x_first + c, (int)m.width, m.border);
+  if constexpr (!std::is_same_v<in_t, float>) {
+    // Wider tiles of narrow pixels (the row pass past kw = 96: 7 chunks and more; a block of
+    // fewer than 32 threads past 5 columns a thread): a batch of rows times wide_columns of a
+    // thread's columns, every load issued before any is used, from an address inside the image
+    // whatever the boundary (row 0 or column 0 where the element lies outside, or past the tile),
+    // the outside elements kept as bits. (Each column loaded and used in turn, 4 loads in flight a
+    // thread, put the uint8 FMA passes at kw >= 97 at 1.15-1.21x fp32's time, session 78; the FFT
+    // passes' row kernel gained 148 -> 90 us from the same change, session 79.)
+    constexpr int wide_columns = 4;
+    for (int r0 = g; r0 < rows; r0 += batch * groups) {
+      const in_t* src[batch];
+      unsigned row_in = 0;  // bit q: row q of the batch is the image's (and the tile's)
 #pragma unroll
       for (int q = 0; q < batch; ++q) {
-        if (!live[q]) continue;
-        float* dst = sm + (long long)(r0 + q * groups) * stride + c;
-        if (col == -2) *dst = 0.f;                         // the pad columns
-        else if (src[q] && col >= 0) copy_pixel(dst, src[q] + col);
-        else *dst = outside;
+        const int r = r0 + q * groups;
+        const int y = r < rows ? border_index(y_first + r, (int)m.height, m.border) : -1;
+        src[q] = plane + (long long)(y < 0 ? 0 : y) * m.width;
+        row_in |= y >= 0 ? 1u << q : 0u;
+      }
+      for (int c0 = l; c0 < stride; c0 += wide_columns * per_row) {
+        int col[wide_columns];  // the image column (0 where the element is not the image's)
+        unsigned col_in = 0;    // bit j: column j is the image's
+#pragma unroll
+        for (int j = 0; j < wide_columns; ++j) {
+          const int c = c0 + j * per_row;
+          const int x = c >= cols ? -1 : inside_x ? int(x_first + c) : border_index(x_first + c, (int)m.width, m.border);
+          col[j] = x < 0 ? 0 : x;
+          col_in |= x >= 0 ? 1u << j : 0u;
+        }
+        unsigned v[batch][wide_columns];  // (32-bit words, as in load_interior)
+#pragma unroll
+        for (int q = 0; q < batch; ++q)
+#pragma unroll
+          for (int j = 0; j < wide_columns; ++j) v[q][j] = unsigned(src[q][col[j]]);
+#pragma unroll
+        for (int q = 0; q < batch; ++q) {
+          const int r = r0 + q * groups;
+          if (r >= rows) break;
+          float* row = sm + (long long)r * stride;
+#pragma unroll
+          for (int j = 0; j < wide_columns; ++j) {
+            const int c = c0 + j * per_row;
+            if (c >= stride) break;
+            row[c] = c >= cols ? 0.f : (row_in >> q & col_in >> j & 1u) ? pixel_value(v[q][j]) : outside;  // pad: 0
+          }
+        }
+      }
+    }
+  } else {
+    for (int r0 = g; r0 < rows; r0 += batch * groups) {
+      const in_t* src[batch];  // the batch's source rows (null: outside the image, or past the tile)
+      bool live[batch];
+#pragma unroll
+      for (int q = 0; q < batch; ++q) {
+        const int r = r0 + q * groups;
+        live[q] = r < rows;
+        const int y = live[q] ? border_index(y_first + r, (int)m.height, m.border) : -1;
+        src[q] = y < 0 ? nullptr : plane + (long long)y * m.width;
+      }
+      for (int c = l; c < stride; c += per_row) {
+        const int col = c >= cols ? -2 : inside_x ? int(x_first + c) : border_index(x_first + c, (int)m.width, m.border);
+#pragma unroll
+        for (int q = 0; q < batch; ++q) {
+          if (!live[q]) continue;
+          float* dst = sm + (long long)(r0 + q * groups) * stride + c;
+          if (col == -2) *dst = 0.f;                         // the pad columns
+          else if (src[q] && col >= 0) copy_pixel(dst, src[q] + col);
+          else *dst = outside;
+        }
       }
     }
   }
