@@ -362,8 +362,11 @@ int run_replay(const options& opt) {
   const auto pixel_at = std::find(header.begin(), header.end(), "pixel");
   std::string gpu;
   using ratio_set = std::vector<double>;
-  std::vector<ratio_set> by_method(method_count);
-  // time over price by shape and method, in the order the shapes first appear
+  // the methods' columns, then the separable passes' two variants each forced (rank-1 rows of a
+  // sweep that timed them): the FMA passes (or the shared tile) and the FFT passes
+  constexpr int columns = method_count + 2, fma_col = method_count;
+  std::vector<ratio_set> by_method(columns);
+  // time over price by shape and column, in the order the shapes first appear
   std::vector<std::string> shapes;
   std::vector<std::vector<ratio_set>> by_shape;
   int rows = 0, same = 0, within = 0;
@@ -396,6 +399,7 @@ int run_replay(const options& opt) {
     // tile) or the FFT passes (separable_tiles::fft_passes), where the sweep timed both; the row's
     // fastest counts both variants.
     double other_variant = -1;
+    double variant_ms[2] = {-1, -1}, variant_price[2] = {-1, -1};  // the FMA passes, the FFT passes
     if (variants && r.kernel == "rank-1") {
       double fma = -1, fft = -1;
       try {
@@ -410,6 +414,20 @@ int run_replay(const options& opt) {
         r.ms[separable_at] = now;
         other_variant = by_fft ? fma : fft;
       }
+      // each variant's price as the sweep forced it (force_line_fft; the FFT passes where they fit)
+      for (int i = 0; i < 2; ++i) {
+        conv::force_line_fft(i == 0 ? -1 : 1);
+        try {
+          if (i == 0 || conv::separable_tiles::fft_passes(r.k, r.k, r.height, r.width, false)) {
+            variant_ms[i] = i == 0 ? fma : fft;
+            variant_price[i] = conv::choose_cuda_method(kernel, 1, r.k, r.k, r.height, r.width, r.planes,
+                                                        conv::cuda_path::separable, 0, opt.sms, by_rule).cost_ps * 1e-9;
+          }
+        } catch (const std::invalid_argument&) {
+          // the passes cannot hold this kernel
+        }
+      }
+      conv::force_line_fft(0);
     }
     const conv::cuda_choice choice = conv::choose_cuda_method(kernel, 1, r.k, r.k, r.height, r.width, r.planes,
                                                               conv::cuda_path::automatic, 0, opt.sms, by_rule);
@@ -440,7 +458,7 @@ int run_replay(const options& opt) {
     auto at = std::find(shapes.begin(), shapes.end(), std::string(shape));
     if (at == shapes.end()) {
       shapes.emplace_back(shape);
-      by_shape.emplace_back(method_count);
+      by_shape.emplace_back(columns);
       at = shapes.end() - 1;
     }
     auto& shape_sets = by_shape[at - shapes.begin()];
@@ -449,12 +467,24 @@ int run_replay(const options& opt) {
         by_method[m].push_back(r.ms[m] / price[m]);
         shape_sets[m].push_back(r.ms[m] / price[m]);
       }
+    for (int i = 0; i < 2; ++i)
+      if (variant_ms[i] > 0 && variant_price[i] > 0) {
+        by_method[fma_col + i].push_back(variant_ms[i] / variant_price[i]);
+        shape_sets[fma_col + i].push_back(variant_ms[i] / variant_price[i]);
+      }
     if (opt.rows) {
       std::printf("%-16s %4d %-7s | recorded %-10s model %-10s %5.2f%s |", shape, r.k, r.kernel.c_str(), r.chosen.c_str(),
                   conv::to_string(choice.path), ratio, ratio > 1.10 ? "!" : " ");
       for (int m = 0; m < method_count; ++m) {
         if (r.ms[m] > 0 && price[m] > 0) std::printf(" %6.2f", r.ms[m] / price[m]);
         else std::printf(" %6s", "-");
+      }
+      if (variants) {
+        std::printf(" |");
+        for (int i = 0; i < 2; ++i) {
+          if (variant_ms[i] > 0 && variant_price[i] > 0) std::printf(" %6.2f", variant_ms[i] / variant_price[i]);
+          else std::printf(" %6s", "-");
+        }
       }
       std::printf("\n");
     }
@@ -472,9 +502,11 @@ int run_replay(const options& opt) {
               same, rows, within, rows);
   if (variants)
     std::printf("(rank-1 rows: the separable time is that of the variant the model runs now, the FMA passes or\n"
-                "the FFT passes, each timed forced; the fastest counts both)\n");
+                "the FFT passes, each timed forced; the fastest counts both; the last two columns: each variant's\n"
+                "forced time over its own price)\n");
   std::printf("\nmeasured time over price: median (10th-90th percentile) [rows]\n%-16s", "shape");
   for (int m = 0; m < method_count; ++m) std::printf(" %-21s", conv::to_string(methods[m]));
+  if (variants) std::printf(" %-21s %-21s", "fma passes", "fft passes");
   std::printf("\n");
   auto cell = [&](const ratio_set& s) {
     if (s.empty()) std::printf(" %-21s", "-");
@@ -486,11 +518,11 @@ int run_replay(const options& opt) {
   };
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     std::printf("%-16s", shapes[i].c_str());
-    for (int m = 0; m < method_count; ++m) cell(by_shape[i][m]);
+    for (int m = 0; m < (variants ? columns : method_count); ++m) cell(by_shape[i][m]);
     std::printf("\n");
   }
   std::printf("%-16s", "all");
-  for (int m = 0; m < method_count; ++m) cell(by_method[m]);
+  for (int m = 0; m < (variants ? columns : method_count); ++m) cell(by_method[m]);
   std::printf("\n");
   return 0;
 }
