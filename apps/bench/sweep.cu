@@ -395,6 +395,15 @@ int run_replay(const options& opt) {
     r.chosen = v[cc];
     gpu = v[cg];
     const std::vector<float> kernel = replay_kernel(r, n);
+    // a method's price in ms, forced (-1 where it cannot hold this kernel)
+    auto price_ms = [&](conv::cuda_path path, int tile) {
+      try {
+        return conv::choose_cuda_method(kernel, 1, r.k, r.k, r.height, r.width, r.planes, path, tile, opt.sms, by_rule)
+                   .cost_ps * 1e-9;
+      } catch (const std::invalid_argument&) {
+        return -1.0;
+      }
+    };
     // The separable method of a rank-1 row as the model runs it now: the FMA passes (or the shared
     // tile) or the FFT passes (separable_tiles::fft_passes), where the sweep timed both; the row's
     // fastest counts both variants.
@@ -417,14 +426,9 @@ int run_replay(const options& opt) {
       // each variant's price as the sweep forced it (force_line_fft; the FFT passes where they fit)
       for (int i = 0; i < 2; ++i) {
         conv::force_line_fft(i == 0 ? -1 : 1);
-        try {
-          if (i == 0 || conv::separable_tiles::fft_passes(r.k, r.k, r.height, r.width, false)) {
-            variant_ms[i] = i == 0 ? fma : fft;
-            variant_price[i] = conv::choose_cuda_method(kernel, 1, r.k, r.k, r.height, r.width, r.planes,
-                                                        conv::cuda_path::separable, 0, opt.sms, by_rule).cost_ps * 1e-9;
-          }
-        } catch (const std::invalid_argument&) {
-          // the passes cannot hold this kernel
+        if (i == 0 || conv::separable_tiles::fft_passes(r.k, r.k, r.height, r.width, false)) {
+          variant_ms[i] = i == 0 ? fma : fft;
+          variant_price[i] = price_ms(conv::cuda_path::separable, 0);
         }
       }
       conv::force_line_fft(0);
@@ -432,16 +436,8 @@ int run_replay(const options& opt) {
     const conv::cuda_choice choice = conv::choose_cuda_method(kernel, 1, r.k, r.k, r.height, r.width, r.planes,
                                                               conv::cuda_path::automatic, 0, opt.sms, by_rule);
     double price[method_count];
-    for (int m = 0; m < method_count; ++m) {
-      price[m] = -1;
-      try {
-        // --tile: priced on the tile the sweep ran the method on
-        price[m] = conv::choose_cuda_method(kernel, 1, r.k, r.k, r.height, r.width, r.planes, methods[m],
-                                            forced_tile(methods[m], opt.tile), opt.sms, by_rule).cost_ps * 1e-9;
-      } catch (const std::invalid_argument&) {
-        // the method cannot hold this kernel
-      }
-    }
+    for (int m = 0; m < method_count; ++m)
+      price[m] = price_ms(methods[m], forced_tile(methods[m], opt.tile));  // --tile: the tile the sweep ran it on
     double best = 1e30;
     int model = -1;
     for (int m = 0; m < method_count; ++m) {
