@@ -114,12 +114,14 @@ void force_window_rows(int rows);
 // 8.0 or later. mma_walk_applies: where direct_tiles::run takes it - outputs at least
 // mma_walk_min_width wide (one 128-column tile; narrower ones would leave most of it idle) and
 // kernels of at least mma_walk_min_taps taps. H200, 4096^2 uint8 'same', back to back
-// (docs/benchmarks.md, session 62): 3 x 3 a tie with the SIMT walk (0.029 ms either way), so 3 x 3
-// keeps it; 5 x 5 0.034 ms against 0.037-0.038, 7 x 7 0.039 against 0.051-0.052, 9 x 9 0.044
-// against 0.074. Mode 0: never, 1: that rule, 2: wherever it fits (tests, measurements); starts
-// as GPUCONV_DIRECT_MMA (default 1).
+// (docs/benchmarks.md, session 62): 3 x 3 a tie with the SIMT walk (0.029 ms either way); 5 x 5
+// 0.034 ms against 0.037-0.038, 7 x 7 0.039 against 0.051-0.052, 9 x 9 0.044 against 0.074. After
+// session 63's window loads by lane, 3 x 3 moved to the walk too: H100, session 81, 4096^2 uint8,
+// two runs each, 0.024 ms back to back against the SIMT walk's 0.027-0.028 (690 against 608-616
+// Gpix/s; timed alone 560-577 against 524-530). Mode 0: never, 1: that rule, 2: wherever it fits
+// (tests, measurements); starts as GPUCONV_DIRECT_MMA (default 1).
 constexpr long long mma_walk_min_width = 128;
-constexpr long long mma_walk_min_taps = 16;
+constexpr long long mma_walk_min_taps = 9;
 bool mma_walk_fits(int kh, int kw, int ox);
 bool mma_walk_applies(int kh, int kw, const window_map& m);
 void force_mma_walk(int mode);
