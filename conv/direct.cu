@@ -88,7 +88,9 @@ bool mma_walk_fits(int kh, int kw, int ox) {
 bool mma_walk_applies(int kh, int kw, const window_map& m) {
   const int mode = mma_mode.load();
   if (mode == 0 || !mma_walk_fits(kh, kw, m.ox)) return false;
-  return mode == 2 || (m.out_w >= mma_walk_min_width && (long long)kh * kw >= mma_walk_min_taps);
+  const long long taps = (long long)kh * kw;
+  return mode == 2 || (m.out_w >= mma_walk_min_width &&
+                       (taps >= mma_walk_min_taps || (taps >= mma_walk_min_square_taps && std::min(kh, kw) >= 3)));
 }
 
 float mma_walk_scale(const float* taps, int n) {

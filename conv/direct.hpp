@@ -118,10 +118,13 @@ void force_window_rows(int rows);
 // 0.034 ms against 0.037-0.038, 7 x 7 0.039 against 0.051-0.052, 9 x 9 0.044 against 0.074. After
 // session 63's window loads by lane, 3 x 3 moved to the walk too: H100, session 81, 4096^2 uint8,
 // two runs each, 0.024 ms back to back against the SIMT walk's 0.027-0.028 (690 against 608-616
-// Gpix/s; timed alone 560-577 against 524-530). Mode 0: never, 1: that rule, 2: wherever it fits
+// Gpix/s; timed alone 560-577 against 524-530); so kernels of mma_walk_min_square_taps taps or more
+// with both sides >= 3 take it too (1 x 9, 9 x 1, 2 x 5 and the like were not timed on either
+// walk, and keep the SIMT walk below 16 taps). Mode 0: never, 1: that rule, 2: wherever it fits
 // (tests, measurements); starts as GPUCONV_DIRECT_MMA (default 1).
 constexpr long long mma_walk_min_width = 128;
-constexpr long long mma_walk_min_taps = 9;
+constexpr long long mma_walk_min_taps = 16;
+constexpr long long mma_walk_min_square_taps = 9;
 bool mma_walk_fits(int kh, int kw, int ox);
 bool mma_walk_applies(int kh, int kw, const window_map& m);
 void force_mma_walk(int mode);

@@ -880,6 +880,40 @@ TEST_CASE("CUDA direct path: the tensor-core walk's tap table sums every tap onc
   CHECK(mma_walk_scale(std::vector<float>{NAN, 1.f}.data(), 2) == 0.f);
 }
 
+// Where plans take the tensor-core walk by rule (mode 1, the default): 'same' windows at least
+// 128 outputs wide, kernels of 16 taps or more, and from 9 taps with both sides >= 3 (3 x 3 measured
+// faster on the walk, session 81); mode 0 never, mode 2 wherever the window fits.
+TEST_CASE("CUDA direct path: the tensor-core walk's rule by kernel shape and output width", "[conv]") {
+  struct restore {
+    ~restore() { force_mma_walk(1); }
+  } guard;
+  force_mma_walk(1);
+  auto same = [](int kh, int kw, long long width) {
+    window_map m;
+    m.height = m.out_h = 512;
+    m.width = m.out_w = width;
+    m.oy = (kh - 1) / 2;
+    m.ox = (kw - 1) / 2;
+    return mma_walk_applies(kh, kw, m);
+  };
+  CHECK(same(3, 3, 4096));
+  CHECK(same(3, 4, 4096));
+  CHECK(same(4, 4, 4096));
+  CHECK(same(2, 8, 4096));
+  CHECK(same(9, 9, 4096));
+  CHECK_FALSE(same(3, 3, 127));  // narrower than one 128-column tile
+  CHECK_FALSE(same(2, 3, 4096));
+  CHECK_FALSE(same(1, 9, 4096));
+  CHECK_FALSE(same(9, 1, 4096));
+  CHECK_FALSE(same(2, 5, 4096));
+  CHECK_FALSE(same(11, 11, 4096));  // past the 9 x 9 the walk holds
+  force_mma_walk(0);
+  CHECK_FALSE(same(5, 5, 4096));
+  force_mma_walk(2);
+  CHECK(same(1, 9, 64));
+  CHECK(same(2, 3, 4096));
+}
+
 // The tensor-core walk's window (bytes_to_halves): each pixel p as the half 1024 + p (0x6400 | p),
 // then one fused multiply-add by f = 1 / s and -1024 f. For every scale mma_walk_scale gives,
 // -1024 f is a half, and the result (the exact value rounded once to a half) is p f exactly, a
