@@ -423,7 +423,9 @@ int run_replay(const options& opt) {
         r.ms[separable_at] = now;
         other_variant = by_fft ? fma : fft;
       }
-      // each variant's price as the sweep forced it (force_line_fft; the FFT passes where they fit)
+      // each variant's price as the sweep forced it (force_line_fft; the FFT passes where they fit),
+      // then the mode the replay runs with back (GPUCONV_LINE_FFT's, for the later rows' choices)
+      const int mode = conv::forced_line_fft();
       for (int i = 0; i < 2; ++i) {
         conv::force_line_fft(i == 0 ? -1 : 1);
         if (i == 0 || conv::separable_tiles::fft_passes(r.k, r.k, r.height, r.width, false)) {
@@ -431,7 +433,7 @@ int run_replay(const options& opt) {
           variant_price[i] = price_ms(conv::cuda_path::separable, 0);
         }
       }
-      conv::force_line_fft(0);
+      conv::force_line_fft(mode);
     }
     const conv::cuda_choice choice = conv::choose_cuda_method(kernel, 1, r.k, r.k, r.height, r.width, r.planes,
                                                               conv::cuda_path::automatic, 0, opt.sms, by_rule);
