@@ -70,9 +70,10 @@ HOST_DEVICE constexpr long long floor_mod(long long a, long long m) {
 // zero and constant return -1 outside [0, n): the caller substitutes the outside value.
 // An overshoot of less than one image length (the kernel shorter than the image: every plan but
 // tiny images) takes one reflection or shift, without the 64-bit remainder. On a GPU that
-// remainder is a called subroutine of ~100 instructions: the uint8 tensor-core walk's edge windows
-// (~10 instructions a window group otherwise) ran 10-30% slower under reflect101 than under the
-// zero boundary (64 x 256^2 K = 3: 0.0177 ms against 0.0135; H100, session 82).
+// remainder is a software routine (no 64-bit divide instruction); the uint8 tensor-core walk (~10
+// instructions a window group) ran 10-30% slower under reflect101 than under the zero boundary, and
+// without the remainder 2-11% faster than with it (64 x 256^2 K = 3: 0.0177 -> 0.0154-0.0157 ms,
+// zero 0.0135; H100, session 82).
 HOST_DEVICE constexpr int border_index(long long p, int n, boundary b) {
   if (p >= 0 && p < n) return static_cast<int>(p);
   switch (b) {
