@@ -100,6 +100,17 @@ TEST_CASE("border_index matches OpenCV's borderInterpolate", "[conv]") {
     }
 }
 
+// floor_mod's add-or-subtract within [-m, 2m) and its remainder beyond give the same values.
+TEST_CASE("floor_mod: a mod m in [0, m) for every a, near the period and far from it", "[conv]") {
+  for (long long m = 1; m <= 9; ++m)
+    for (long long a = -5 * m - 3; a <= 5 * m + 3; ++a) {
+      INFO("a = " << a << ", m = " << m);
+      CHECK(conv::detail::floor_mod(a, m) == ((a % m) + m) % m);
+    }
+  CHECK(conv::detail::floor_mod(-(1LL << 40) - 1, 1000) == 999 - ((1LL << 40) % 1000));
+  CHECK(conv::detail::floor_mod(1LL << 40, 7) == (1LL << 40) % 7);
+}
+
 TEST_CASE("border_index hand-checked values", "[conv]") {
   // n = 5, abcde: reflect101 "dcb|abcde|dcb", reflect "cba|abcde|edc", wrap "cde|abcde|abc".
   CHECK(conv::border_index(-1, 5, boundary::reflect101) == 1);
