@@ -101,7 +101,7 @@ TEST_CASE("border_index matches OpenCV's borderInterpolate", "[conv]") {
 }
 
 // floor_mod's add-or-subtract within [-m, 2m) and its remainder beyond give the same values.
-TEST_CASE("floor_mod: a mod m in [0, m) for every a, near the period and far from it", "[conv]") {
+TEST_CASE("floor_mod: a mod m from 0 to m - 1 for every a, near the period and far from it", "[conv]") {
   for (long long m = 1; m <= 9; ++m)
     for (long long a = -5 * m - 3; a <= 5 * m + 3; ++a) {
       INFO("a = " << a << ", m = " << m);
