@@ -43,7 +43,7 @@ void usage() {
                "         measured time over its price (median and spread, by shape; rank-1 rows of a sweep that forced\n"
                "         the separable passes each way: the FMA and the FFT passes each over its own price too);\n"
                "         --boundary and --tile: what the sweep ran with (the CSV does not say), --sms: its GPU's\n"
-               "         multiprocessors, --rows: a line a row;\n"
+               "         multiprocessors, --rows: a line a row (the model's method, and its tile on the FFT paths);\n"
                "         uint8 rows priced as a uint8 plan chooses (the model's prices are fp32's)\n"
                "  fft3d  3D R2C/C2R of 128^3, 256^3, 512^3 and 256x1024x1024 (1024) against cuFFT 3D\n"
                "         (--passes: also each pass of the forward transform alone, the strided ones in several shapes)\n"

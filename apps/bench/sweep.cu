@@ -471,8 +471,17 @@ int run_replay(const options& opt) {
         shape_sets[fma_col + i].push_back(variant_ms[i] / variant_price[i]);
       }
     if (opt.rows) {
-      std::printf("%-16s %4d %-7s | recorded %-10s model %-10s %5.2f%s |", shape, r.k, r.kernel.c_str(), r.chosen.c_str(),
-                  conv::to_string(choice.path), ratio, ratio > 1.10 ? "!" : " ");
+      // the model's method, and for the FFT paths its tile (fused:128, multipass:64x128): a sweep
+      // holds one fused time a row, the tile's its model took then, so a change that moves the
+      // tile needs the time from a sweep with that tile forced (--tile)
+      std::string model_name = conv::to_string(choice.path);
+      if (choice.path == conv::cuda_path::fused || choice.path == conv::cuda_path::three_pass ||
+          choice.path == conv::cuda_path::multipass)
+        model_name += ":" + (choice.tiles.tile_h == choice.tiles.tile_w
+                                 ? std::to_string(choice.tiles.tile_h)
+                                 : std::to_string(choice.tiles.tile_h) + "x" + std::to_string(choice.tiles.tile_w));
+      std::printf("%-16s %4d %-7s | recorded %-10s model %-14s %5.2f%s |", shape, r.k, r.kernel.c_str(), r.chosen.c_str(),
+                  model_name.c_str(), ratio, ratio > 1.10 ? "!" : " ");
       for (int m = 0; m < method_count; ++m) {
         if (r.ms[m] > 0 && price[m] > 0) std::printf(" %6.2f", r.ms[m] / price[m]);
         else std::printf(" %6s", "-");
