@@ -119,7 +119,7 @@ cuda_tiling choose_cuda_tiling(long long out_h, long long out_w, long long plane
       // (the 64- and 128-tiles: whatever the boundary, and their outputs' DRAM traffic priced apart)
       const double outside = outside_share(c, out_h, out_w);
       const fused_price price = fused_tile_price(t);
-      return price.per_pixel * (1.0 + price.outside(by_rule) * outside) * double(2 * pairs) * t * t * share +
+      return price.per_pixel * (1.0 + price.outside_term(by_rule, outside)) * double(2 * pairs) * t * t * share +
              price.per_output * double(planes) * double(out_h) * double(out_w);
     });
     if (path == cuda_path::fused && !found)

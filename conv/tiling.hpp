@@ -11,6 +11,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "../fft/thread/config.hpp"
 
@@ -90,9 +91,15 @@ inline bool fused_side_in_use(int side) { return fft::is_pow2(side) || mixed_fus
 // x the share of the tiles' input past the image (outside_by_rule where a boundary rule reads the
 // image for it, outside_zero for zero and constant boundaries), plus per_output ps for every
 // output (its 8 B through DRAM at ~2.7 TB/s, less where the tiles' work hides it).
+// The outside term is at most outside_cap (1 + outside x share <= 1 + outside_cap).
 struct fused_price {
   double per_pixel, outside_by_rule, outside_zero, per_output;
+  double outside_cap = std::numeric_limits<double>::infinity();
   constexpr double outside(bool by_rule) const { return by_rule ? outside_by_rule : outside_zero; }
+  constexpr double outside_term(bool by_rule, double share) const {
+    const double term = outside(by_rule) * share;
+    return term < outside_cap ? term : outside_cap;
+  }
 };
 // 32: 3.9 ps; 80: 5.6-7.5 ps measured on the H100 in session 69 (1024 x 64^2, 64 x 256^2, 256 x
 // 100^2 and 1000 x 28^2 at K = 9..23, zero and reflect101 boundaries; 32 and 64 in the same run 3.8
@@ -102,7 +109,7 @@ constexpr fused_price fused_tile_price(int tile) {
   return tile <= 32   ? fused_price{3.9, 0.25, 0.0, 0.0}
          : tile <= 64 ? fused_price{3.5, 0.5, 0.5, 1.0}
          : tile <= 80 ? fused_price{7.0, 0.25, 0.0, 0.0}
-                      : fused_price{3.75, 1.5, 1.5, 3.0};
+                      : fused_price{3.75, 1.5, 1.5, 3.0, 0.25};
 }
 // The 64-tiles' terms (H100, session 72, replayed over sessions 70-71's measured sweeps: 436
 // cases on 4096^2, 3 x 3000 x 4000, 64 x 256^2, 1024 x 64^2, 256 x 100^2 and 1000 x 28^2, K = 1..255,
@@ -121,6 +128,19 @@ constexpr fused_price fused_tile_price(int tile) {
 // 1.3-1.6x. The fit's 3.65 ps a padded pixel is taken as 3.75: at 3.65, 4096^2 K = 19 moved to the
 // 128-tiles, 0.154-0.156 ms against the 64-tiles' 0.140 (3 x 3000 x 4000 K = 19 keeps the
 // 128-tiles: 0.287-0.289 against 0.277).
+// The 128-tiles' outside term is capped at 0.25 (session 83): priced at 1.5 x the share, small
+// images on them (most of the input past the image) ran 0.44-0.95x their price, large ones
+// 0.92-1.24x (medians by shape; H200 forced-tile sweeps of session 74: 64 x 256^2, 1024 x 64^2,
+// 256 x 100^2, 1000 x 28^2, 32 x 128^2, 16 x 256^2 at K = 13..64 against 1024^2 .. 3 x 1080 x
+// 1920); capped, the small ones run 0.85-1.23x (all rows: 1.02 reflect101, 0.91 zero) and the large
+// ones 1.00-1.24x (8 x 512^2 0.92-0.95 -> 1.00-1.02, the others' shares under 1/6: unchanged). Replayed over every H100 sweep of sessions 75-82 (4436 rows): 4194 within 10%
+// of the fastest against 4182, no sweep worse (session 81's default sweep 236 of 236: 1024 x 64^2
+// rank-1 K = 63 / 64 go to the fused 128-tiles, 1.24x -> within 10%); over the H200 forced-tile
+// sweeps with each row's fused time at the tile the model picks (scripts/replay-tiles.py): 922 of
+// 1035 either way, the rows whose tile moves from 64 or 80 to 128 (64 x 256^2 K = 29, 256 x 100^2
+// K = 41 / 45, 8 x 512^2 K = 37) 1.06-1.14x -> 1.00x, and 1000 x 28^2 rank-1 K = 57..64 moving from
+// the separable passes to the 128-tiles at 1.10-1.21x (the separable price's error there). Caps of
+// 0.2-0.25 replay alike; 0.18-0.19 send 1080 x 1920 K = 63 (share 0.14) to the fused path at 1.15x.
 // A grid of `pairs` blocks over `sms` multiprocessors: the busiest one's pairs over the average
 // (>= 1), what the fused and three-pass prices charge for a short grid's uneven end.
 inline double pair_share(long long pairs, int sms) {

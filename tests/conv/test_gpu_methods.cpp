@@ -152,6 +152,25 @@ TEST_CASE("CUDA fused 80-tiles: offered unless switched off, forced by plan_opti
   CHECK(choose_cuda_tiling(256, 256, 64, 15, 15, cuda_path::automatic, 0, 132, false).tiles.tile_h == 64);
 }
 
+TEST_CASE("CUDA fused 128-tiles: the input past a small image priced at most 0.25 more", "[conv]") {
+  // tiling.hpp (session 83): the 128-tiles' outside term, 1.5 x the share of their input past the
+  // image, capped at 0.25; the other sides uncapped
+  const fused_price p128 = fused_tile_price(128), p64 = fused_tile_price(64);
+  CHECK(std::abs(p128.outside_term(true, 0.1) - 0.15) < 1e-12);  // a large image's thin edge: as before
+  CHECK(p128.outside_term(true, 0.75) == 0.25);                   // 64^2 images: capped
+  CHECK(p128.outside_term(false, 0.95) == 0.25);
+  CHECK(p64.outside_term(true, 0.75) == 0.375);
+  // session 81's default sweep (H100, reflect101): 1024 x 64^2 rank-1 K = 63 took the separable
+  // passes at 1.24x the fused 128-tiles' time (one tile an image, 3/4 of its input past the image)
+  const auto sep63 = make_kernels(1, 63, 63, true, 163);
+  const cuda_choice c63 = choose_cuda_method(sep63, 1, 63, 63, 64, 64, 1024);
+  CHECK(c63.path == cuda_path::fused);
+  CHECK(c63.tiles.tile_h == 128);
+  // 1080 x 1920 K = 63 (share 0.14, priced as before): three-pass, as measured (fused 1.15x)
+  const auto dense63 = make_kernels(1, 63, 63, false, 263);
+  CHECK(choose_cuda_method(dense63, 1, 63, 63, 1080, 1920, 1).path == cuda_path::three_pass);
+}
+
 TEST_CASE("CUDA fused 80-tiles: the kernel's spectrum against a direct DFT in double", "[conv]") {
   constexpr int T = fused_tiles::mixed_tile;
   for (const auto& shape : {std::array<int, 2>{7, 5}, std::array<int, 2>{1, 80}, std::array<int, 2>{31, 31}}) {
