@@ -133,8 +133,9 @@ constexpr fused_price fused_tile_price(int tile) {
 // 0.92-1.24x (medians by shape; H200 forced-tile sweeps of session 74: 64 x 256^2, 1024 x 64^2,
 // 256 x 100^2, 1000 x 28^2, 32 x 128^2, 16 x 256^2 at K = 13..64 against 1024^2 .. 3 x 1080 x
 // 1920); capped, the small ones run 0.85-1.23x (all rows: 1.02 reflect101, 0.91 zero) and the large
-// ones 1.00-1.24x (8 x 512^2 0.92-0.95 -> 1.00-1.02, the others' shares under 1/6: unchanged). Replayed over every H100 sweep of sessions 75-82 (4436 rows): 4194 within 10%
-// of the fastest against 4182, no sweep worse (session 81's default sweep 236 of 236: 1024 x 64^2
+// ones 1.00-1.24x (8 x 512^2 0.92-0.95 -> 1.00-1.02, the others' shares under 1/6: unchanged).
+// Replayed over every H100 sweep of sessions 75-82 (4436 rows): 4194 within 10% of the fastest
+// against 4182, no sweep worse (session 81's default sweep 236 of 236: 1024 x 64^2
 // rank-1 K = 63 / 64 go to the fused 128-tiles, 1.24x -> within 10%); over the H200 forced-tile
 // sweeps with each row's fused time at the tile the model picks (scripts/replay-tiles.py): 922 of
 // 1035 either way, the rows whose tile moves from 64 or 80 to 128 (64 x 256^2 K = 29, 256 x 100^2

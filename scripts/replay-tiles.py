@@ -7,7 +7,9 @@ change that moves the fused path to another tile cannot be judged from that file
 tile from `gpuconv-bench replay FREE --rows` (run with whatever environment the caller sets)
 and looks a fused choice's time up in the sweep of the same rows with that tile forced
 (`gpuconv-bench sweep ... --tile T`); every other method's time comes from FREE. Each row's
-fastest is the least of every method in FREE and the fused path at every tile given. Prints the
+fastest is the least of every method in FREE (both separable variants where the sweep timed
+them; a separable choice counts the sweep's separable column) and the fused path at every tile
+given. Prints the
 rows within 10% of the fastest, the rows whose fused tile has no file (unpriced), and with
 --rows each row.
 

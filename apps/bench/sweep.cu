@@ -472,8 +472,8 @@ int run_replay(const options& opt) {
       }
     if (opt.rows) {
       // the model's method, and for the FFT paths its tile (fused:128, multipass:64x128): a sweep
-      // holds one fused time a row, the tile's its model took then, so a change that moves the
-      // tile needs the time from a sweep with that tile forced (--tile)
+      // holds one fused time a row, at the tile its model took then, so a change that moves the
+      // tile needs the time from a sweep with that tile forced (--tile; scripts/replay-tiles.py)
       std::string model_name = conv::to_string(choice.path);
       if (choice.path == conv::cuda_path::fused || choice.path == conv::cuda_path::three_pass ||
           choice.path == conv::cuda_path::multipass)
