@@ -79,14 +79,14 @@ def main():
         sb = sum(num(r, samples) for r in rb)
         if ia or ib or sa or sb:
             blocks.append((c, ia, ib, sa, sb, ra, rb))
-    blocks.sort(key=lambda t: -(abs(t[1] - t[2]) / max(1, max(t[1], t[2])) * max(t[1], t[2]) + 1000 * abs(t[3] - t[4])))
+    blocks.sort(key=lambda t: -(abs(t[1] - t[2]) + 1000 * abs(t[3] - t[4])))  # instructions, a sample ~1000 of them
     print(f"\nblocks of {args.chunk} SASS rows, most different first "
           f"(instructions executed {names[0]} / {names[1]}, stall samples {names[0]} / {names[1]}):")
     for c, ia, ib, sa, sb, ra, rb in blocks[:args.top]:
         la = {s[6:]: sum(num(r, s) for r in ra) for s in stalls}
         lb = {s[6:]: sum(num(r, s) for r in rb) for s in stalls}
-        main_stalls = sorted(set(la) | set(lb), key=lambda s: -(la.get(s, 0) + lb.get(s, 0)))[:3]
-        detail = ", ".join(f"{s} {la.get(s, 0)}/{lb.get(s, 0)}" for s in main_stalls if la.get(s, 0) + lb.get(s, 0))
+        main_stalls = sorted(la, key=lambda s: -(la[s] + lb[s]))[:3]  # (la, lb: the same reasons, in STALLS' order)
+        detail = ", ".join(f"{s} {la[s]}/{lb[s]}" for s in main_stalls if la[s] + lb[s])
         first = next((r["Source"].strip() for r in (ra if ia >= ib else rb) if num(r, "Instructions Executed")), "")
         print(f"  rows {c:5d}-{c + len(ra) - 1:5d}: inst {ia:9d} / {ib:9d}   samples {sa:4d} / {sb:4d}   {detail}")
         print(f"      first executed: {first}")
